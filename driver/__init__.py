@@ -1,0 +1,3 @@
+"""simdra: a Kubernetes Dynamic Resource Allocation (DRA) kubelet plugin."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+"""`python -m driver` is the same as the `simdra` command."""
+
+from driver.cli import main
+
+raise SystemExit(main())

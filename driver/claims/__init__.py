@@ -1,0 +1,1 @@
+"""ResourceClaims on the node: allocation results, CDI specs, durable state, prepare/unprepare."""

@@ -1,0 +1,1 @@
+"""Device model, quantities and device backends (fake profiles, inventory files, sysfs)."""

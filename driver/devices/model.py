@@ -1,0 +1,99 @@
+"""The node's inventory: pools of devices, as this node will publish and prepare them.
+
+A device's published form is kept exactly as resource.k8s.io/v1 JSON (`spec`, one entry
+of ResourceSlice `spec.devices[]`), so what an inventory file says is what gets
+published. What only the container runtime needs (device nodes, env) lives beside it in
+`container_edits` and never reaches the API server.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from fractions import Fraction
+from typing import Any
+
+from driver.devices.quantity import parse_quantity
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device: its v1 JSON form plus local CDI container edits."""
+
+    spec: Mapping[str, Any]
+    container_edits: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The device name (a DNS label, unique in its pool)."""
+        return str(self.spec["name"])
+
+    @property
+    def allows_multiple_allocations(self) -> bool:
+        """True when several claims (shares) may use this device at once."""
+        return bool(self.spec.get("allowMultipleAllocations"))
+
+    def capacity(self) -> dict[str, Fraction]:
+        """Capacity name -> exact value."""
+        return {
+            name: parse_quantity(entry["value"])
+            for name, entry in (self.spec.get("capacity") or {}).items()
+        }
+
+    def attribute(self, name: str) -> Any:
+        """The value of attribute `name` (whatever member is set), or None."""
+        entry = (self.spec.get("attributes") or {}).get(name)
+        if not entry:
+            return None
+        return next(iter(entry.values()))
+
+    def to_json(self) -> JSON:
+        """A deep copy of the published form, safe for the caller to change."""
+        return copy.deepcopy(dict(self.spec))
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A pool of devices on this node; published as one or more ResourceSlices."""
+
+    name: str
+    devices: tuple[Device, ...]
+    shared_counters: tuple[Mapping[str, Any], ...] = ()
+
+    @cached_property
+    def _by_name(self) -> dict[str, Device]:
+        return {d.name: d for d in self.devices}
+
+    def device(self, name: str) -> Device | None:
+        """The device called `name`, or None."""
+        return self._by_name.get(name)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Everything this node offers: the single truth the publisher and preparer read."""
+
+    pools: tuple[Pool, ...]
+
+    @cached_property
+    def _by_name(self) -> dict[str, Pool]:
+        return {p.name: p for p in self.pools}
+
+    def pool(self, name: str) -> Pool | None:
+        """The pool called `name`, or None."""
+        return self._by_name.get(name)
+
+    def device(self, pool: str, name: str) -> Device | None:
+        """The device `name` of pool `pool`, or None when either is unknown."""
+        found = self.pool(pool)
+        return found.device(name) if found else None
+
+    def devices(self) -> Iterator[tuple[Pool, Device]]:
+        """Every (pool, device) pair, pools in order."""
+        for pool in self.pools:
+            for device in pool.devices:
+                yield pool, device

@@ -1,0 +1,84 @@
+"""Kubernetes resource.Quantity parsing and formatting, exact (Fractions, never floats).
+
+Capacity accounting compares sums of quantities; floats would let 0.1G + 0.2G drift
+past a limit, so every value here is a `fractions.Fraction`.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE](?P<exp>[+-]?[0-9]+))?$"
+)
+
+
+class QuantityError(ValueError):
+    """A string is not a valid Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | Fraction) -> Fraction:
+    """Parse a Kubernetes quantity ("10G", "1Mi", "500m", "1e3", 8) into an exact Fraction."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, bool):
+        raise QuantityError(f"quantity must be a string or integer, got {value!r}")
+    if isinstance(value, int):
+        return Fraction(value)
+    if not isinstance(value, str):
+        raise QuantityError(f"quantity must be a string or integer, got {type(value).__name__}")
+    match = _QUANTITY.match(value.strip())
+    if not match or not value.strip():
+        raise QuantityError(f"{value!r} is not a valid quantity")
+    number = Fraction(match["num"])
+    if match["exp"] is not None:
+        return number * Fraction(10) ** int(match["exp"])
+    suffix = match["suffix"] or ""
+    return number * (_BINARY.get(suffix) or _DECIMAL[suffix])
+
+
+def format_quantity(value: Fraction | int) -> str:
+    """Format an exact value as the shortest canonical quantity string.
+
+    Integers take whichever suffix family gives the shorter text ("1Gi", "10G", "1500");
+    fractions are written in milli-units ("1500m") when exact.
+    """
+    value = Fraction(value)
+    if value.denominator != 1:
+        milli = value * 1000
+        if milli.denominator == 1:
+            return f"{milli.numerator}m"
+        raise QuantityError(f"{value} cannot be written exactly as a quantity")
+    number = value.numerator
+    if number == 0:
+        return "0"
+    candidates = [_with_suffix(number, _BINARY), _with_suffix(number, _DECIMAL)]
+    return min(candidates, key=len)
+
+
+def _with_suffix(number: int, table: dict[str, int] | dict[str, Fraction]) -> str:
+    """`number` with the largest suffix of `table` that divides it exactly."""
+    for suffix, factor in reversed(table.items()):
+        if factor >= 1 and number % int(factor) == 0:
+            return f"{number // int(factor)}{suffix}"
+    return str(number)
+
+
+def ceil_int(value: Fraction) -> int:
+    """The integer value of a quantity rounded up, as the API server's step checks use it."""
+    return -((-value.numerator) // value.denominator)
