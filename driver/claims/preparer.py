@@ -1,0 +1,277 @@
+"""Prepare and unprepare claims: the side-effect half of the claims package.
+
+Order of effects, chosen so a crash between any two steps converges on restart:
+
+prepare:   checkpoint record -> CDI spec file -> answer
+unprepare: CDI spec file -> checkpoint record
+
+A CDI file is only ever written for a claim that already has a record, and a record is
+only removed after its CDI file, so no CDI file can exist that no record (or corrupt
+record) explains. On start the preparer removes CDI files without a record (crash
+leftovers), rewrites missing CDI files of recorded claims, and drops temp files of
+interrupted writes. The in-memory records and ledger mirror the checkpoint: they are
+updated right after the record is written or removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from driver.atomicfile import TEMP_SUFFIX, remove_durable, safe_child, write_atomic
+from driver.claims.allocation import parse_claim
+from driver.claims.cdi import claim_uid_of_file, spec_file_name, spec_file_prefix
+from driver.claims.checkpoint import Checkpoint, CorruptRecord
+from driver.claims.errors import ClaimError, claim_label
+from driver.claims.ledger import CapacityLedger
+from driver.claims.plan import PreparedClaim, plan_prepare
+from driver.claims.source import ClaimSource
+from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
+from driver.devices.model import Inventory
+
+log = logging.getLogger(__name__)
+
+InventoryProvider = Callable[[], Inventory]
+Serializer = Callable[[], AbstractContextManager[object]]
+FaultHook = Callable[[str], None]
+
+
+class Preparer:
+    """Implements `ClaimPreparer` over a CDI directory and a data directory.
+
+    `serialize` returns the context manager that makes prepare/unprepare calls mutually
+    exclusive (default: a process-local lock; a file lock for rolling updates can be
+    passed in). `fault` is called with the step name before every side effect; tests
+    use it to simulate a crash at that point.
+    """
+
+    def __init__(
+        self,
+        driver_name: str,
+        source: ClaimSource,
+        inventory: InventoryProvider,
+        cdi_root: str | os.PathLike[str],
+        data_dir: str | os.PathLike[str],
+        *,
+        serialize: Serializer | None = None,
+        fault: FaultHook | None = None,
+    ) -> None:
+        self._driver = driver_name
+        self._source = source
+        self._inventory = inventory
+        self._cdi_root = Path(cdi_root)
+        self._cdi_root.mkdir(parents=True, exist_ok=True)
+        self._spec_prefix = spec_file_prefix(driver_name)  # validates the driver name
+        self._checkpoint = Checkpoint(data_dir)
+        lock = threading.Lock()
+        self._serialize: Serializer = serialize or (lambda: lock)
+        self._fault: FaultHook = fault or (lambda step: None)
+        self._records: dict[str, PreparedClaim] = {}
+        self._corrupt: dict[str, CorruptRecord] = {}
+        self._ledger = CapacityLedger()
+        with self._serialize():
+            self._recover()
+
+    @property
+    def ledger(self) -> CapacityLedger:
+        """The capacity ledger (read it, do not change it)."""
+        return self._ledger
+
+    def prepared(self) -> dict[str, PreparedClaim]:
+        """The prepared claims by UID, as recorded in the checkpoint."""
+        return dict(self._records)
+
+    def corrupt_records(self) -> list[CorruptRecord]:
+        """Checkpoint records that could not be read; their claims cannot be prepared."""
+        return list(self._corrupt.values())
+
+    def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
+        """Prepare each claim on its own; every requested UID gets exactly one answer."""
+        with self._serialize():
+            return {ref.uid: self._prepare_one(ref) for ref in claims}
+
+    def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
+        """Unprepare each claim from persisted state alone; unknown UIDs succeed."""
+        with self._serialize():
+            return {ref.uid: self._unprepare_one(ref) for ref in claims}
+
+    # --- prepare ------------------------------------------------------------------
+
+    def _prepare_one(self, ref: ClaimRef) -> PrepareResult:
+        progress = _Progress("check claim uid")
+        try:
+            return self._prepare_claim(ref, progress)
+        except ClaimError as exc:
+            log.warning("prepare failed at step %r: %s", progress.step, exc)
+            return PrepareResult(error=f"{exc} [step: {progress.step}]")
+        except Exception as exc:
+            log.exception("prepare of %s failed at step %r", _label(ref), progress.step)
+            return PrepareResult(error=progress.failure(ref, exc))
+
+    def _prepare_claim(self, ref: ClaimRef, progress: _Progress) -> PrepareResult:
+        self._record_path(ref)
+        spec_path = self._spec_path(ref)
+        if ref.uid in self._corrupt:
+            raise ClaimError(
+                f"{_label(ref)}: {self._corrupt[ref.uid]}; not preparing it again "
+                "(an unprepare of the claim moves the record aside)"
+            )
+        recorded = self._records.get(ref.uid)
+        if recorded is not None:
+            # Already prepared (kubelet restart, retry): same answer, no redo, no fetch.
+            progress.step = "restore CDI spec"
+            self._ensure_spec(recorded)
+            return recorded.result
+        prepared = self._plan(ref, progress)
+        self._act(prepared, spec_path, progress)
+        log.info("prepared %s: %s", _label(ref), [u.cdi_id for u in prepared.units])
+        return prepared.result
+
+    def _plan(self, ref: ClaimRef, progress: _Progress) -> PreparedClaim:
+        """Everything up to the first side effect: fetch, parse, plan, check."""
+        progress.step = "fetch claim"
+        raw = self._source.get(ref.namespace, ref.name)
+        progress.step = "read allocation"
+        allocation = parse_claim(raw, self._driver, ref)
+        progress.step = "read inventory"
+        inventory = self._inventory()
+        progress.step = "plan"
+        prepared = plan_prepare(allocation, inventory, self._driver)
+        progress.step = "check capacity"
+        problems = self._ledger.check(prepared)
+        if problems:
+            raise ClaimError(f"{allocation.label}: " + "; ".join(problems))
+        return prepared
+
+    def _act(self, prepared: PreparedClaim, spec_path: Path, progress: _Progress) -> None:
+        """Record first, then the CDI file: a CDI file never exists without a record."""
+        progress.step = "write checkpoint"
+        self._fault(progress.step)
+        self._checkpoint.save(prepared)
+        self._records[prepared.claim.uid] = prepared
+        self._ledger.add(prepared)
+        progress.step = "write CDI spec"
+        self._fault(progress.step)
+        write_atomic(spec_path, prepared.spec_bytes())
+        progress.step = "answer"
+        self._fault(progress.step)
+
+    def _ensure_spec(self, claim: PreparedClaim) -> None:
+        """Make the claim's CDI file hold the recorded content; untouched when it does."""
+        path = safe_child(self._cdi_root, claim.cdi_file)
+        wanted = claim.spec_bytes()
+        try:
+            if path.read_bytes() == wanted:
+                return
+        except FileNotFoundError:
+            pass
+        log.info("restoring CDI spec %s of %s", path, _label(claim.claim))
+        write_atomic(path, wanted)
+
+    # --- unprepare ----------------------------------------------------------------
+
+    def _unprepare_one(self, ref: ClaimRef) -> UnprepareResult:
+        try:
+            self._record_path(ref)
+            spec_path = self._spec_path(ref)
+        except ClaimError as exc:
+            # Nothing can have been prepared under a UID that is not a safe file name, so
+            # there is nothing to undo; an error would only make the kubelet retry forever.
+            log.warning("unprepare: nothing to do for %s", exc)
+            return UnprepareResult()
+        progress = _Progress("remove CDI spec")
+        try:
+            self._unprepare_claim(ref, spec_path, progress)
+            return UnprepareResult()
+        except Exception as exc:
+            log.exception("unprepare of %s failed at step %r", _label(ref), progress.step)
+            return UnprepareResult(error=progress.failure(ref, exc))
+
+    def _unprepare_claim(self, ref: ClaimRef, spec_path: Path, progress: _Progress) -> None:
+        """CDI file first, then the record: a record may outlive its CDI file (restart
+        re-creates the file), never the other way round."""
+        self._fault(progress.step)
+        recorded = self._records.get(ref.uid)
+        if recorded is not None and recorded.cdi_file != spec_path.name:
+            remove_durable(safe_child(self._cdi_root, recorded.cdi_file))
+        remove_durable(spec_path)
+        if ref.uid in self._corrupt:
+            progress.step = "move corrupt checkpoint record aside"
+            self._fault(progress.step)
+            moved = self._checkpoint.quarantine(ref.uid)
+            log.warning("unprepared %s; corrupt record kept as %s", _label(ref), moved)
+            del self._corrupt[ref.uid]
+        else:
+            progress.step = "remove checkpoint"
+            self._fault(progress.step)
+            self._checkpoint.remove(ref.uid)
+        self._records.pop(ref.uid, None)
+        self._ledger.remove(ref.uid)
+
+    # --- start-up -----------------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Load the checkpoint and make the CDI directory agree with it."""
+        self._checkpoint.remove_temp_files()
+        records, problems = self._checkpoint.load_all()
+        for problem in problems:
+            log.error("%s; kept on disk, the claim cannot be prepared until unprepared", problem)
+        self._records = records
+        self._corrupt = {p.uid: p for p in problems}
+        self._ledger = CapacityLedger.rebuild(records.values())
+        self._remove_orphan_specs()
+        for claim in records.values():
+            try:
+                self._ensure_spec(claim)
+            except OSError:
+                # Not fatal for the node: the next prepare of this claim retries the write.
+                log.exception("cannot restore the CDI spec of %s", _label(claim.claim))
+
+    def _remove_orphan_specs(self) -> None:
+        for path in sorted(self._cdi_root.iterdir()):
+            name = path.name
+            if name.startswith(f".{self._spec_prefix}") and name.endswith(TEMP_SUFFIX):
+                remove_durable(path)  # an interrupted spec write
+                continue
+            uid = claim_uid_of_file(self._driver, name)
+            if uid is None or uid in self._records or uid in self._corrupt:
+                continue
+            log.warning("removing orphan CDI spec %s (no checkpoint record)", path)
+            remove_durable(path)
+
+    # --- names --------------------------------------------------------------------
+
+    def _spec_path(self, ref: ClaimRef) -> Path:
+        try:
+            return safe_child(self._cdi_root, spec_file_name(self._driver, ref.uid))
+        except ValueError as exc:
+            raise ClaimError(
+                f"{_label(ref)}: claim uid is not usable in file names: {exc}"
+            ) from None
+
+    def _record_path(self, ref: ClaimRef) -> Path:
+        try:
+            return self._checkpoint.path_for(ref.uid)
+        except ValueError as exc:
+            raise ClaimError(
+                f"{_label(ref)}: claim uid is not usable in file names: {exc}"
+            ) from None
+
+
+class _Progress:
+    """The step a prepare/unprepare is at, so that an error can name it."""
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+
+    def failure(self, ref: ClaimRef, exc: Exception) -> str:
+        """The per-claim error text for an unexpected exception at the current step."""
+        return f"{_label(ref)}: step {self.step}: {type(exc).__name__}: {exc}"
+
+
+def _label(ref: ClaimRef) -> str:
+    return claim_label(ref.namespace, ref.name, ref.uid)

@@ -1,0 +1,125 @@
+"""The `simdra` command line: every flag of `run` can also come from an environment variable,
+with the names users of the Go DRA drivers already know."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from driver.config import Config
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_BACKENDS = ("fake", "sysfs")
+
+# (flag, env var, default, help)
+_RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
+    ("--node-name", "NODE_NAME", None, "name of the node this plugin runs on (required)"),
+    ("--driver-name", "DRIVER_NAME", "dra.example.com", "DRA driver name (a DNS subdomain)"),
+    ("--kubeconfig", "KUBECONFIG", None, "kubeconfig file; unset means in-cluster config"),
+    ("--kubelet-registrar-directory-path", "KUBELET_REGISTRAR_DIRECTORY_PATH",
+     "/var/lib/kubelet/plugins_registry", "kubelet plugin registration directory"),
+    ("--kubelet-plugins-directory-path", "KUBELET_PLUGINS_DIRECTORY_PATH",
+     "/var/lib/kubelet/plugins", "directory holding the plugin's data directory"),
+    ("--cdi-root", "CDI_ROOT", "/var/run/cdi", "directory for generated CDI spec files"),
+    ("--device-backend", "DEVICE_BACKEND", "fake", "device backend: fake or sysfs"),
+    ("--device-profile", "DEVICE_PROFILE", "gpu",
+     "fake devices: gpu, nic, gpu,nic, or a path to an inventory YAML file"),
+    ("--num-devices", "NUM_DEVICES", "8", "number of fake devices per profile"),
+    ("--sysfs-root", "SYSFS_ROOT", "/sys", "sysfs mount the sysfs backend reads"),
+    ("--pod-uid", "POD_UID", None, "pod UID; when set, socket names allow rolling updates"),
+    ("--healthcheck-port", "HEALTHCHECK_PORT", "-1", "gRPC health port (-1: off)"),
+    ("--metrics-port", "METRICS_PORT", "-1", "Prometheus metrics port (-1: off)"),
+]
+
+
+class UsageError(Exception):
+    """A flag has a bad value; the message names the flag and the problem."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `simdra` console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except UsageError as err:
+        print(f"simdra {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="simdra", description=__doc__)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser("run", help="run the kubelet plugin")
+    for flag, env, default, text in _RUN_FLAGS:
+        run.add_argument(flag, default=os.environ.get(env, default),
+                         help=f"{text} [env {env}; default {default}]")
+    run.set_defaults(handler=_run)
+    demo = commands.add_parser("demo", help="end-to-end demo with an API stand-in and kubelet")
+    demo.add_argument("--keep", action="store_true", help="keep the demo's temporary directory")
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """Validate `run` flags into a Config; raises UsageError naming the flag."""
+    if not args.node_name:
+        raise UsageError("--node-name (env NODE_NAME) is required")
+    driver = _check(args.driver_name, "--driver-name", _valid_driver_name,
+                    "must be a lower-case DNS subdomain of at most 63 characters")
+    backend = _check(args.device_backend, "--device-backend", lambda v: v in _BACKENDS,
+                     f"must be one of {', '.join(_BACKENDS)}")
+    return Config(
+        node_name=args.node_name,
+        driver_name=driver,
+        kubeconfig=args.kubeconfig or None,
+        registrar_dir=Path(args.kubelet_registrar_directory_path),
+        plugins_dir=Path(args.kubelet_plugins_directory_path),
+        cdi_root=Path(args.cdi_root),
+        device_backend=backend,
+        device_profile=args.device_profile,
+        sysfs_root=Path(args.sysfs_root),
+        num_devices=_int(args.num_devices, "--num-devices", 0, 100_000),
+        pod_uid=args.pod_uid or None,
+        healthcheck_port=_int(args.healthcheck_port, "--healthcheck-port", -1, 65535),
+        metrics_port=_int(args.metrics_port, "--metrics-port", -1, 65535),
+    )
+
+
+def _valid_driver_name(value: str) -> bool:
+    return len(value) <= 63 and bool(_DNS_SUBDOMAIN.match(value))
+
+
+def _check(value: str, flag: str, ok: Callable[[str], bool], rule: str) -> str:
+    if not ok(value):
+        raise UsageError(f"{flag}={value!r}: {rule}")
+    return value
+
+
+def _int(value: str, flag: str, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag}={value!r}: not an integer") from None
+    if not low <= number <= high:
+        raise UsageError(f"{flag}={number}: must be between {low} and {high}")
+    return number
+
+
+def _run(args: argparse.Namespace) -> int:
+    from driver.plugin import run_plugin  # imported late: `simdra --help` stays fast
+
+    return run_plugin(config_from_args(args))
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from driver.testing.demo import run_demo
+
+    return run_demo(keep=args.keep)

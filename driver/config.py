@@ -1,0 +1,30 @@
+"""Plugin configuration: one frozen value built from flags and environment variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything `simdra run` needs to know, validated once at start."""
+
+    node_name: str
+    driver_name: str = "dra.example.com"
+    kubeconfig: str | None = None  # None: in-cluster config
+    registrar_dir: Path = Path("/var/lib/kubelet/plugins_registry")
+    plugins_dir: Path = Path("/var/lib/kubelet/plugins")
+    cdi_root: Path = Path("/var/run/cdi")
+    device_backend: str = "fake"
+    device_profile: str = "gpu"
+    sysfs_root: Path = Path("/sys")
+    num_devices: int = 8
+    pod_uid: str | None = None
+    healthcheck_port: int = -1
+    metrics_port: int = -1
+
+    @property
+    def data_dir(self) -> Path:
+        """The plugin's own directory: DRA socket and durable claim state."""
+        return self.plugins_dir / self.driver_name

@@ -1,0 +1,82 @@
+"""Declarative inventory files (`--device-profile path/to/inventory.yaml`).
+
+Format::
+
+    pools:
+      - name: <pool name>
+        sharedCounters: [...]      # optional, v1 CounterSet list
+        devices: [...]             # each exactly a resource.k8s.io/v1 spec.devices[] entry
+
+What a user writes is what gets published, so the file is validated with the same rules
+the API server applies; an invalid file fails at start with the device and the rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from driver.devices.model import Device, Inventory, Pool
+from driver.slices.validation import validate_device
+
+
+class InventoryFileError(ValueError):
+    """The inventory file is unreadable or breaks a ResourceSlice rule."""
+
+
+def load_inventory_file(path: str | Path) -> Inventory:
+    """Read and validate an inventory file; raises InventoryFileError naming every problem."""
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise InventoryFileError(f"inventory file {path}: cannot read: {err}") from err
+    return parse_inventory(document, source=str(path))
+
+
+def parse_inventory(document: Any, source: str = "<inventory>") -> Inventory:
+    """Build an Inventory from a parsed inventory document (pure)."""
+    if not isinstance(document, dict) or not isinstance(document.get("pools"), list):
+        raise InventoryFileError(f"inventory file {source}: top level must be a map with 'pools'")
+    problems: list[str] = []
+    pools = [_parse_pool(entry, f"pools[{i}]", problems) for i, entry in
+             enumerate(document["pools"])]
+    names = [p.name for p in pools]
+    problems += [f"pools: duplicate pool name {n!r}" for n in sorted(set(names))
+                 if names.count(n) > 1]
+    if problems:
+        listing = "\n  ".join(problems)
+        raise InventoryFileError(f"inventory file {source} is invalid:\n  {listing}")
+    return Inventory(pools=tuple(pools))
+
+
+def _parse_pool(entry: Any, path: str, problems: list[str]) -> Pool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        problems.append(f"{path}: a pool needs a string 'name'")
+        return Pool(name=f"<invalid {path}>", devices=())
+    unknown = sorted(set(entry) - {"name", "devices", "sharedCounters"})
+    if unknown:
+        problems.append(f"{path} ({entry['name']}): unknown keys {unknown}")
+    devices = entry.get("devices") or []
+    counters = entry.get("sharedCounters") or []
+    if not isinstance(devices, list) or not isinstance(counters, list):
+        problems.append(f"{path} ({entry['name']}): 'devices' and 'sharedCounters' must be lists")
+        return Pool(name=entry["name"], devices=())
+    seen: set[str] = set()
+    for i, device in enumerate(devices):
+        where = f"{path}.devices[{i}]"
+        if not isinstance(device, dict):
+            problems.append(f"{where}: a device must be a map")
+            continue
+        label = f"{where} ({device.get('name', '?')})"
+        problems += [f"{label}: {err}" for err in validate_device(device, where)]
+        if device.get("name") in seen:
+            problems.append(f"{label}: duplicate device name in pool {entry['name']!r}")
+        seen.add(str(device.get("name")))
+    return Pool(
+        name=entry["name"],
+        devices=tuple(Device(spec=d) for d in devices if isinstance(d, dict)),
+        shared_counters=tuple(counters),
+    )

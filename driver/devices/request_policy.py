@@ -1,0 +1,115 @@
+"""Consumable-capacity request policy: how much of a shared device's capacity one share uses.
+
+A device with `allowMultipleAllocations: true` lists capacities such as
+`{"value": "10G", "requestPolicy": {"default": "1M", "validRange": {"min": "1M",
+"step": "8"}}}`. The scheduler turns a claim's requested amount into the amount that is
+actually consumed (rounded up to what the policy allows) and refuses the device when the
+policy cannot be met; the sum over all shares must stay within `value`.
+
+Everything here is pure and exact (Fractions from `driver.devices.quantity`). The rules
+follow the resource.k8s.io/v1 API comments and the structured allocator:
+
+* no request: the policy's `default`, or the full `value` when there is no default
+  (which includes "no requestPolicy at all");
+* no requestPolicy: the request as is;
+* validRange: below `min` -> `min`; with `step` rounded up to `min + n*step`; without
+  `step` used as is; above `max` after rounding -> does not fit;
+* validValues: the smallest valid value >= request; above the largest -> does not fit.
+
+Rounding is exact arithmetic on Fractions. For integer min and step this gives the same
+result as the API server's integer arithmetic (ceil(ceil(x)/s) == ceil(x/s)); fractional
+values behave like the 1.37 milli-unit path (DRAFractionalCapacityRange).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from driver.devices.quantity import format_quantity, parse_quantity
+
+QuantityLike = str | int | Fraction
+
+
+@dataclass(frozen=True)
+class NoFit:
+    """The request cannot be served by this capacity; `reason` says why, for error messages."""
+
+    reason: str
+
+
+def consumed_amount(
+    capacity: Mapping[str, Any], requested: QuantityLike | None = None
+) -> Fraction | NoFit:
+    """The amount one share consumes of `capacity` (a device capacity entry), or NoFit.
+
+    `requested` is the claim's `capacity.requests` value for this capacity, or None when
+    the request does not mention it.
+    """
+    value = parse_quantity(capacity["value"])
+    policy = capacity.get("requestPolicy") or None
+    if requested is None:
+        if policy and policy.get("default") is not None:
+            return parse_quantity(policy["default"])
+        return value
+    amount = parse_quantity(requested)
+    if amount < 0:
+        return NoFit(f"request {_fmt(amount)} is negative")
+    if not policy:
+        return amount
+    if policy.get("validRange"):
+        return _round_range(amount, policy["validRange"])
+    if policy.get("validValues"):
+        return _round_valid_values(amount, policy["validValues"])
+    return amount
+
+
+def remaining(value: QuantityLike, consumed: Iterable[QuantityLike]) -> Fraction:
+    """What is left of `value` after the already consumed amounts (may be negative)."""
+    return parse_quantity(value) - sum((parse_quantity(c) for c in consumed), Fraction(0))
+
+
+def fits_remaining(
+    value: QuantityLike, consumed: Iterable[QuantityLike], amount: QuantityLike
+) -> bool:
+    """True when `amount` more fits in `value` next to the already `consumed` amounts."""
+    return parse_quantity(amount) <= remaining(value, consumed)
+
+
+def _round_range(amount: Fraction, valid_range: Mapping[str, Any]) -> Fraction | NoFit:
+    minimum = parse_quantity(valid_range["min"])
+    maximum = _optional(valid_range.get("max"))
+    step = _optional(valid_range.get("step"))
+    consumed = max(amount, minimum)
+    if step is not None and step > 0:
+        steps = -((minimum - consumed) // step)  # ceil((consumed - min) / step)
+        consumed = minimum + steps * step
+    if maximum is not None and consumed > maximum:
+        if consumed == amount:
+            return NoFit(f"request {_fmt(amount)} is above the policy maximum {_fmt(maximum)}")
+        return NoFit(
+            f"request {_fmt(amount)} rounds up to {_fmt(consumed)}, "
+            f"above the policy maximum {_fmt(maximum)}"
+        )
+    return consumed
+
+
+def _round_valid_values(amount: Fraction, valid_values: Iterable[QuantityLike]) -> Fraction | NoFit:
+    values = sorted(parse_quantity(v) for v in valid_values)
+    for candidate in values:
+        if amount <= candidate:
+            return candidate
+    return NoFit(f"request {_fmt(amount)} is above the largest valid value {_fmt(values[-1])}")
+
+
+def _optional(value: QuantityLike | None) -> Fraction | None:
+    return None if value is None else parse_quantity(value)
+
+
+def _fmt(value: Fraction) -> str:
+    try:
+        return format_quantity(value)
+    except ValueError:
+        return str(value)

@@ -1,0 +1,116 @@
+"""DRAPlugin servicers (v1 and v1beta1): NodePrepareResources / NodeUnprepareResources.
+
+Both versions call the same ClaimPreparer through the same serializer. Whatever the
+preparer does, the kubelet gets exactly one map entry per requested claim (facts 2.3):
+a preparer exception for the whole batch becomes a per-claim error, and the process
+keeps serving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from types import ModuleType
+from typing import Any
+
+import grpc
+
+from driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
+from driver.kubelet import dra_convert
+from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+
+class DRAPluginServicer:
+    """Shared implementation of both DRAPlugin versions."""
+
+    version = ""
+    _pb: ModuleType
+    _share_ids = False
+
+    def __init__(
+        self,
+        preparer: ClaimPreparer,
+        serializer: contextlib.AbstractContextManager[Any] | None = None,
+    ) -> None:
+        """serializer: held around each preparer call (None: no serialization)."""
+        self._preparer = preparer
+        self._serializer = serializer if serializer is not None else contextlib.nullcontext()
+
+    def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """Prepare the requested claims."""
+        claims = dra_convert.claim_refs(request.claims)
+        log.debug("%s NodePrepareResources: %s", self.version, ", ".join(map(str, claims)))
+        results = self._run_prepare(claims)
+        response = dra_convert.prepare_response(
+            self._pb, claims, results, share_ids=self._share_ids
+        )
+        _log_errors("prepare", self.version, claims, response)
+        return response
+
+    def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """Unprepare the requested claims."""
+        claims = dra_convert.claim_refs(request.claims)
+        log.debug("%s NodeUnprepareResources: %s", self.version, ", ".join(map(str, claims)))
+        results = self._run_unprepare(claims)
+        response = dra_convert.unprepare_response(self._pb, claims, results)
+        _log_errors("unprepare", self.version, claims, response)
+        return response
+
+    def _run_prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
+        try:
+            with self._serializer:
+                return dict(self._preparer.prepare(claims))
+        except Exception as err:
+            log.exception("prepare of %d claim(s) failed as a whole", len(claims))
+            errors = dra_convert.batch_failure(claims, "prepare", err)
+            return {uid: PrepareResult(error=text) for uid, text in errors.items()}
+
+    def _run_unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
+        try:
+            with self._serializer:
+                return dict(self._preparer.unprepare(claims))
+        except Exception as err:
+            log.exception("unprepare of %d claim(s) failed as a whole", len(claims))
+            errors = dra_convert.batch_failure(claims, "unprepare", err)
+            return {uid: UnprepareResult(error=text) for uid, text in errors.items()}
+
+
+def _log_errors(step: str, version: str, claims: list[ClaimRef], response: Any) -> None:
+    for claim in claims:
+        error = response.claims[claim.uid].error
+        if error:
+            log.warning("%s %s claim %s: %s", version, step, claim, error)
+
+
+class DRAPluginV1(DRAPluginServicer, dra_v1_pb2_grpc.DRAPluginServicer):
+    """k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+); sends share_id."""
+
+    version = "v1"
+    _pb = dra_v1_pb2
+    _share_ids = True
+
+
+class DRAPluginV1beta1(DRAPluginServicer, dra_v1beta1_pb2_grpc.DRAPluginServicer):
+    """k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+); has no share_id."""
+
+    version = "v1beta1"
+    _pb = dra_v1beta1_pb2
+    _share_ids = False
+
+
+def add_dra_services(
+    server: grpc.Server,
+    preparer: ClaimPreparer,
+    serializer: contextlib.AbstractContextManager[Any] | None = None,
+) -> list[str]:
+    """Register both DRAPlugin versions; return their full service names, v1 first."""
+    dra_v1_pb2_grpc.add_DRAPluginServicer_to_server(DRAPluginV1(preparer, serializer), server)
+    dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server(
+        DRAPluginV1beta1(preparer, serializer), server
+    )
+    return [
+        dra_v1_pb2.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,
+        dra_v1beta1_pb2.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,
+    ]

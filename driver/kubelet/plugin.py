@@ -1,0 +1,143 @@
+"""The kubelet-facing side of the plugin: DRA socket plus registration socket.
+
+`start_kubelet_plugin` serves the DRA services (and health, when given a source) on the
+DRA socket first, and only then creates the registration socket: the kubelet may call
+the DRA socket as soon as it sees the registration socket (facts 8).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from driver.claims.types import ClaimPreparer
+from driver.kubelet.dra_service import add_dra_services
+from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from driver.kubelet.health import HealthSource, ResourceHealthServicer, add_health_services
+from driver.kubelet.registration import RegistrationServicer, RegistrationStatus
+from driver.kubelet.serialize import CallSerializer
+from driver.kubelet.server import UnixSocketServer, start_unix_server
+from driver.kubelet.services import advertised_name
+
+log = logging.getLogger(__name__)
+
+
+class KubeletPlugin:
+    """A running kubelet plugin: both sockets served until `stop()`."""
+
+    def __init__(
+        self,
+        driver_name: str,
+        dra_socket: str,
+        registration_socket: str,
+        preparer: ClaimPreparer,
+        health: HealthSource | None = None,
+        *,
+        serialize: bool = True,
+        lock_file: str | None = None,
+        max_workers: int = 8,
+    ) -> None:
+        """Start serving; see `start_kubelet_plugin`."""
+        self.driver_name = driver_name
+        self._health_servicers: list[ResourceHealthServicer] = []
+        self._services: list[str] = []
+        serializer: contextlib.AbstractContextManager[Any] | None = (
+            CallSerializer(lock_file) if serialize else None
+        )
+
+        def register_dra(server: grpc.Server) -> None:
+            self._services += add_dra_services(server, preparer, serializer)
+            if health is not None:
+                names, self._health_servicers = add_health_services(server, health)
+                self._services += names
+
+        self._dra = start_unix_server(dra_socket, register_dra, max_workers=max_workers, name="dra")
+        self.dra_socket = self._dra.path
+        # Computed from what is actually served, in preference order (v1 first).
+        self.supported_versions = tuple(advertised_name(s) for s in self._services)
+        self.registration = RegistrationServicer(
+            driver_name, self.dra_socket, self.supported_versions
+        )
+        self._registrar: UnixSocketServer | None = None
+        try:
+            self._registrar = start_unix_server(
+                registration_socket,
+                lambda s: regpb_grpc.add_RegistrationServicer_to_server(self.registration, s),
+                max_workers=2,
+                name="registration",
+            )
+        except BaseException:
+            self._dra.stop(grace=None)
+            raise
+        self.registration_socket = self._registrar.path
+        log.info(
+            "kubelet plugin for %s: DRA socket %s, registration socket %s, services %s",
+            driver_name,
+            self.dra_socket,
+            self.registration_socket,
+            ", ".join(self.supported_versions),
+        )
+
+    @property
+    def registration_status(self) -> RegistrationStatus:
+        """What the kubelet last reported about the registration."""
+        return self.registration.status
+
+    def wait_registered(self, timeout: float | None = None) -> bool:
+        """Wait until the kubelet accepted the plugin (see RegistrationServicer)."""
+        return self.registration.wait_registered(timeout)
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Remove the registration socket first (the kubelet deregisters this instance),
+        then stop the DRA socket. Each server removes only its own socket."""
+        if self._registrar is not None:
+            self._registrar.stop(grace)
+            self._registrar = None
+        for servicer in self._health_servicers:
+            servicer.close()
+        self._dra.stop(grace)
+
+    def __enter__(self) -> KubeletPlugin:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_kubelet_plugin(
+    driver_name: str,
+    dra_socket: str,
+    registration_socket: str,
+    preparer: ClaimPreparer,
+    health: HealthSource | None = None,
+    *,
+    serialize: bool = True,
+    lock_file: str | None = None,
+    max_workers: int = 8,
+) -> KubeletPlugin:
+    """Serve DRAPlugin v1 + v1beta1 (and DRAResourceHealth v1alpha1 + v1 when `health`
+    is given) on `dra_socket`, then the registration service on `registration_socket`.
+
+    serialize: run one prepare/unprepare at a time, as the Go helper does by default;
+    lock_file: also flock this file around each call (rolling updates: two instances).
+    Raises SocketPathError when a path is unusable; nothing is left running then.
+    """
+    return KubeletPlugin(
+        driver_name,
+        dra_socket,
+        registration_socket,
+        preparer,
+        health,
+        serialize=serialize,
+        lock_file=lock_file,
+        max_workers=max_workers,
+    )

@@ -1,0 +1,162 @@
+"""A gRPC server on one unix socket that it owns.
+
+Lifecycle rules (facts 1.4 and 8):
+
+- the parent directory is created when missing;
+- a stale socket left at the path by a dead process is removed; anything else at the
+  path (a regular file, a directory) is refused, never deleted;
+- the socket is bound under a hidden temporary name and renamed into place once the
+  server is serving, so the path only ever shows a socket that answers (the kubelet
+  ignores names starting with ".");
+- stop removes the socket only while the path still holds the socket this server made,
+  so an instance never deletes the socket of another one that replaced it.
+
+The rename also matters for the last rule: gRPC unlinks the path it bound when it shuts
+down, whoever owns the path by then; with the rename, that path is the private
+temporary name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import stat
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from driver.kubelet.sockets import GRPC_UNIX_PATH_MAX, path_bytes
+
+log = logging.getLogger(__name__)
+
+
+class SocketPathError(RuntimeError):
+    """The socket path cannot be used (too long, or occupied by something not a socket)."""
+
+
+def check_socket_path(path: str) -> None:
+    """Raise SocketPathError if gRPC cannot bind a unix socket at this absolute path."""
+    if not os.path.isabs(path):
+        raise SocketPathError(f"socket path {path!r} must be absolute")
+    size = path_bytes(path)
+    if size > GRPC_UNIX_PATH_MAX:
+        raise SocketPathError(
+            f"socket path {path} is {size} bytes; unix sockets allow at most "
+            f"{GRPC_UNIX_PATH_MAX} (shorten the directory or the driver name)"
+        )
+
+
+def remove_stale_socket(path: str) -> None:
+    """Remove a leftover socket at path; refuse to touch anything that is not a socket."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise SocketPathError(
+            f"cannot serve on {path}: it exists and is not a unix socket "
+            f"({stat.filemode(mode)}); remove it or choose another path"
+        )
+    log.info("removing stale socket %s", path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _temporary_bind_path(path: str) -> str | None:
+    """A hidden sibling name to bind first, or None when it would not fit the limit."""
+    candidate = os.path.join(os.path.dirname(path), f".{secrets.token_hex(4)}.sock")
+    return candidate if path_bytes(candidate) <= GRPC_UNIX_PATH_MAX else None
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the socket at path, or None when no socket is there."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISSOCK(st.st_mode) else None
+
+
+class UnixSocketServer:
+    """A running grpc.Server that listens on `path` and owns that socket file."""
+
+    def __init__(
+        self,
+        path: str,
+        register: Callable[[grpc.Server], None],
+        *,
+        max_workers: int = 8,
+        name: str = "grpc",
+    ) -> None:
+        """Start serving; see `start_unix_server`."""
+        path = os.path.abspath(path)
+        check_socket_path(path)
+        self.path = path
+        self._name = name
+        self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"simdra-{name}")
+        self._server = grpc.server(self._executor)
+        self._identity: tuple[int, int] | None = None
+        self._bind_path: str | None = None
+        try:
+            register(self._server)
+            self._start()
+        except BaseException:
+            self._shutdown(grace=None)
+            raise
+
+    def _start(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        remove_stale_socket(self.path)
+        self._bind_path = _temporary_bind_path(self.path) or self.path
+        try:
+            bound = self._server.add_insecure_port(f"unix:{self._bind_path}")
+        except RuntimeError as err:
+            raise SocketPathError(f"cannot bind {self._name} socket {self.path}: {err}") from err
+        if not bound:
+            raise SocketPathError(f"cannot bind {self._name} socket {self.path}")
+        self._server.start()
+        if self._bind_path != self.path:
+            os.rename(self._bind_path, self.path)
+        self._identity = _identity(self.path)
+        log.info("%s server listening on %s", self._name, self.path)
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Stop serving (in-flight calls get `grace` seconds) and remove our own socket.
+
+        Idempotent. A socket at the path that another server created is left alone.
+        """
+        self._shutdown(grace)
+
+    def _shutdown(self, grace: float | None) -> None:
+        self._server.stop(grace).wait()
+        self._executor.shutdown(wait=True)
+        if self._identity is not None and _identity(self.path) == self._identity:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            log.info("%s server stopped, removed %s", self._name, self.path)
+        elif self._identity is not None:
+            log.info("%s server stopped; %s now belongs to another server", self._name, self.path)
+        self._identity = None
+        # Only left behind when start failed between bind and rename.
+        if self._bind_path and self._bind_path != self.path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._bind_path)
+
+
+def start_unix_server(
+    path: str,
+    register: Callable[[grpc.Server], None],
+    *,
+    max_workers: int = 8,
+    name: str = "grpc",
+) -> UnixSocketServer:
+    """Start a gRPC server on the unix socket `path`.
+
+    `register` adds the servicers to the grpc.Server before it starts. Creates the
+    parent directory, replaces a stale socket, refuses a non-socket file at the path
+    (SocketPathError) and returns once the socket at `path` accepts calls.
+    """
+    return UnixSocketServer(path, register, max_workers=max_workers, name=name)

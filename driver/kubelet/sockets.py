@@ -1,0 +1,98 @@
+"""Where the plugin's two unix sockets live and what they are called.
+
+Pure functions: no file system access. The names follow the Go helper
+(k8s.io/dynamic-resource-allocation/kubeletplugin) so that an operator coming from a Go
+driver finds the sockets where they expect them:
+
+- DRA service socket: `<data dir>/dra.sock`, or `dra-<pod UID>.sock` with rolling updates.
+- Registration socket: `<registry dir>/<driver>-reg.sock`; with rolling updates the first
+  of three names, from most to least readable, whose full path fits the AF_UNIX limit.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import posixpath
+
+KUBELET_PLUGINS_DIR = "/var/lib/kubelet/plugins"
+KUBELET_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
+
+# sizeof(sockaddr_un.sun_path) on Linux; the Go helper's limit for the full socket path.
+UNIX_PATH_MAX = 108
+# gRPC's C core needs room for the terminating NUL, so it cannot bind a 108-byte path.
+GRPC_UNIX_PATH_MAX = UNIX_PATH_MAX - 1
+
+
+def clean_join(directory: str, name: str) -> str:
+    """Join and normalise like Go's path.Join, so byte counts match the Go helper's."""
+    joined = posixpath.normpath(posixpath.join(directory, name))
+    # POSIX normpath keeps a leading "//"; Go's Clean does not.
+    if joined.startswith("//"):
+        joined = "/" + joined.lstrip("/")
+    return joined
+
+
+def path_bytes(path: str) -> int:
+    """Length of a socket path as the kernel counts it (UTF-8 bytes, no terminator)."""
+    return len(path.encode())
+
+
+def plugin_data_dir(driver_name: str, plugins_dir: str = KUBELET_PLUGINS_DIR) -> str:
+    """Default per-driver data directory that holds the DRA socket."""
+    return clean_join(plugins_dir, driver_name)
+
+
+def dra_socket_path(data_dir: str, pod_uid: str = "") -> str:
+    """Path of the DRA service socket; the pod UID makes it unique per instance."""
+    name = f"dra-{pod_uid}.sock" if pod_uid else "dra.sock"
+    return clean_join(data_dir, name)
+
+
+def _b64url_sha256(data: str, nbytes: int) -> str:
+    """Unpadded URL-safe base64 of the first nbytes of SHA-256(data)."""
+    digest = hashlib.sha256(data.encode()).digest()[:nbytes]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def rolling_update_registration_names(driver_name: str, pod_uid: str) -> list[str]:
+    """The candidate registration socket names for one instance, most readable first."""
+    return [
+        f"{driver_name}-{pod_uid}-reg.sock",
+        f"{driver_name}-{_b64url_sha256(pod_uid, 8)}-reg.sock",
+        f"dra-{_b64url_sha256(driver_name + chr(0) + pod_uid, 16)}-reg.sock",
+    ]
+
+
+def registration_socket_name(
+    registry_dir: str,
+    driver_name: str,
+    pod_uid: str = "",
+    max_path_bytes: int = GRPC_UNIX_PATH_MAX,
+) -> str:
+    """File name of the registration socket inside registry_dir.
+
+    Without a pod UID: `<driver>-reg.sock`. With one (rolling update), the first
+    candidate of `rolling_update_registration_names` whose full path is at most
+    max_path_bytes long; if none fits, the shortest one (binding it will then fail with a
+    clear error). The default limit is what gRPC can bind (107); pass UNIX_PATH_MAX (108)
+    to get exactly the Go helper's choice, which may be a 108-byte path.
+    """
+    if not pod_uid:
+        return f"{driver_name}-reg.sock"
+    candidates = rolling_update_registration_names(driver_name, pod_uid)
+    for name in candidates:
+        if path_bytes(clean_join(registry_dir, name)) <= max_path_bytes:
+            return name
+    return candidates[-1]
+
+
+def registration_socket_path(
+    registry_dir: str,
+    driver_name: str,
+    pod_uid: str = "",
+    max_path_bytes: int = GRPC_UNIX_PATH_MAX,
+) -> str:
+    """Full path of the registration socket (see `registration_socket_name`)."""
+    name = registration_socket_name(registry_dir, driver_name, pod_uid, max_path_bytes)
+    return clean_join(registry_dir, name)

@@ -1,0 +1,117 @@
+"""Local validation of a pool before anything is written (pure).
+
+Two layers:
+- pool-wide rules no single slice can check (facts 6.3 "local validation"): device names
+  unique in the pool, counter-set names unique in the pool, and every `consumesCounters`
+  entry naming a counter set of the pool and only counters that set defines;
+- every slice the pool will be published as, checked with the API server's own rules
+  (`validation.validate_slice`: names, limits, requestPolicy, taints, ...).
+
+A pool with any problem is not published; each problem names the pool, the device when
+there is one, the field and the rule, so one log line explains it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from driver.slices.desired import DesiredPool
+from driver.slices.validation import validate_slice
+
+_DEVICE_PATH = re.compile(r"^spec\.devices\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class PoolProblem:
+    """Why a pool cannot be published: pool, device (if any), field path and rule."""
+
+    pool: str
+    device: str | None
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f'pool "{self.pool}"'
+        if self.device is not None:
+            where += f', device "{self.device}"'
+        return f"{where}: {self.field}: {self.message}"
+
+
+def check_pool(
+    desired: DesiredPool, slice_objects: Iterable[Mapping[str, Any]]
+) -> list[PoolProblem]:
+    """All problems of a pool: pool-wide rules, then each slice as the API server sees it.
+
+    `slice_objects` are the complete ResourceSlice objects (one per desired slice, same
+    order) the pool would be published as.
+    """
+    problems = pool_rule_problems(desired)
+    for index, obj in enumerate(slice_objects):
+        devices = desired.slices[index].devices
+        for error in validate_slice(obj):
+            problems.append(_from_field_error(desired.name, devices, error.field, error.message))
+    return problems
+
+
+def pool_rule_problems(desired: DesiredPool) -> list[PoolProblem]:
+    """Problems only visible across the slices of a pool."""
+    problems: list[PoolProblem] = []
+    counter_sets: dict[str, set[str]] = {}
+    for counter_set in (c for s in desired.slices for c in s.shared_counters):
+        name = str(counter_set.get("name"))
+        if name in counter_sets:
+            problems.append(
+                PoolProblem(desired.name, None, f"sharedCounters[{name}]",
+                            "Duplicate value: counter set names must be unique in the pool")
+            )
+        counter_sets[name] = set((counter_set.get("counters") or {}).keys())
+    seen: set[str] = set()
+    for device in (d for s in desired.slices for d in s.devices):
+        name = str(device.get("name"))
+        if name in seen:
+            problems.append(
+                PoolProblem(desired.name, name, "name",
+                            "Duplicate value: device names must be unique in the pool")
+            )
+        seen.add(name)
+        problems += _consumption_problems(desired.name, name, device, counter_sets)
+    return problems
+
+
+def _consumption_problems(
+    pool: str, device: str, spec: Mapping[str, Any], counter_sets: Mapping[str, set[str]]
+) -> list[PoolProblem]:
+    problems = []
+    for i, entry in enumerate(spec.get("consumesCounters") or []):
+        set_name = entry.get("counterSet")
+        path = f"consumesCounters[{i}]"
+        if set_name not in counter_sets:
+            problems.append(
+                PoolProblem(pool, device, f"{path}.counterSet",
+                            f"Invalid value: {set_name!r}: no counter set of this name "
+                            "in the pool's sharedCounters")
+            )
+            continue
+        for counter in (entry.get("counters") or {}):
+            if counter not in counter_sets[set_name]:
+                problems.append(
+                    PoolProblem(pool, device, f"{path}.counters[{counter}]",
+                                f"Invalid value: counter set {set_name!r} has no counter "
+                                f"{counter!r}")
+                )
+    return problems
+
+
+def _from_field_error(
+    pool: str, devices: tuple[Mapping[str, Any], ...], field: str, message: str
+) -> PoolProblem:
+    """Attach the device name to a slice-level error about `spec.devices[i]...`."""
+    match = _DEVICE_PATH.match(field)
+    if match and int(match[1]) < len(devices):
+        device = devices[int(match[1])]
+        name = device.get("name") if isinstance(device, Mapping) else None
+        return PoolProblem(pool, str(name), field, message)
+    return PoolProblem(pool, None, field, message)

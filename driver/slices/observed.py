@@ -1,0 +1,120 @@
+"""The publisher's view of our slices on the server: fed by list, watch and our own writes.
+
+Our writes go into the cache from their responses at once (like client-go's mutation
+cache), so the next plan never repeats a create; the watch event for the same write
+then carries the same resourceVersion and is ignored. Events older than what we hold
+are ignored, and an object we deleted cannot come back through a late event (its UID
+is remembered).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+JSON = dict[str, Any]
+_TOMBSTONES = 4096
+
+
+def rv_newer(a: str | None, b: str | None) -> bool:
+    """True when resourceVersion `a` is newer than `b` (opaque strings: any change is)."""
+    if a is None or b is None:
+        return a is not None
+    if a.isdigit() and b.isdigit():
+        return int(a) > int(b)
+    return a != b
+
+
+def pool_of(obj: Mapping[str, Any]) -> str:
+    """The pool name of a slice object."""
+    return str(((obj.get("spec") or {}).get("pool") or {}).get("name", ""))
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+class SliceCache:
+    """Thread-safe name -> slice map of what the server stores (as far as we know)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slices: dict[str, JSON] = {}
+        self._deleted: OrderedDict[str, None] = OrderedDict()  # UIDs we deleted
+
+    def replace(self, items: Iterable[JSON], list_rv: str) -> set[str]:
+        """Adopt a fresh list; keep entries our own writes made newer than the list.
+
+        Returns the pools whose slices changed.
+        """
+        with self._lock:
+            fresh = {str(_meta(o)["name"]): o for o in items
+                     if _meta(o).get("uid") not in self._deleted}
+            for name, mine in self._slices.items():
+                theirs = fresh.get(name)
+                listed_rv = list_rv if theirs is None else _meta(theirs).get("resourceVersion")
+                if rv_newer(_meta(mine).get("resourceVersion"), listed_rv):
+                    fresh[name] = mine  # written by us after the list was taken
+            changed = {pool_of(o) for n, o in fresh.items() if self._slices.get(n) != o}
+            changed |= {pool_of(o) for n, o in self._slices.items() if n not in fresh}
+            self._slices = fresh
+        return changed
+
+    def apply_event(self, kind: str, obj: JSON) -> str | None:
+        """Apply a watch event; returns the pool it changed, or None when it was stale."""
+        meta = _meta(obj)
+        name, uid = str(meta.get("name")), meta.get("uid")
+        with self._lock:
+            mine = self._slices.get(name)
+            if kind == "DELETED":
+                if mine is None or _meta(mine).get("uid") != uid:
+                    return None
+                del self._slices[name]
+                return pool_of(obj)
+            if uid in self._deleted:
+                return None
+            if mine is not None and _meta(mine).get("uid") == uid and not rv_newer(
+                meta.get("resourceVersion"), _meta(mine).get("resourceVersion")
+            ):
+                return None
+            self._slices[name] = obj
+            return pool_of(obj)
+
+    def put(self, obj: JSON) -> None:
+        """Record an object a write of ours returned."""
+        meta = _meta(obj)
+        name = str(meta["name"])
+        with self._lock:
+            mine = self._slices.get(name)
+            if (
+                mine is None
+                or _meta(mine).get("uid") != meta.get("uid")
+                or not rv_newer(_meta(mine).get("resourceVersion"), meta.get("resourceVersion"))
+            ):
+                self._slices[name] = obj
+
+    def remove(self, name: str, uid: str | None) -> None:
+        """Forget a slice we deleted (or found gone); late events for it are ignored."""
+        with self._lock:
+            mine = self._slices.get(name)
+            if mine is not None and (uid is None or _meta(mine).get("uid") == uid):
+                del self._slices[name]
+            if uid:
+                self._deleted[uid] = None
+                while len(self._deleted) > _TOMBSTONES:
+                    self._deleted.popitem(last=False)
+
+    def pool_slices(self, pool: str) -> list[JSON]:
+        """The slices of one pool."""
+        with self._lock:
+            return [o for o in self._slices.values() if pool_of(o) == pool]
+
+    def by_pool(self) -> dict[str, list[JSON]]:
+        """Every slice, grouped by pool."""
+        grouped: dict[str, list[JSON]] = {}
+        with self._lock:
+            for obj in self._slices.values():
+                grouped.setdefault(pool_of(obj), []).append(obj)
+        return grouped

@@ -1,0 +1,158 @@
+"""Published ResourceSlices -> the pools and devices an allocation may use.
+
+Per (driver, pool) only slices with the highest generation count, and a pool is used
+only when it is complete (as many slices at that generation as `resourceSliceCount`
+says), like the scheduler (facts 4.3). Devices keep their published JSON.
+
+Node selection supported: slice `nodeName`, slice `allNodes`, and with
+`perDeviceNodeSelection` the device's own `nodeName` / `allNodes`. Slices or devices
+selected by a `nodeSelector` are ignored: evaluating node labels is out of scope for a
+test allocator.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+from driver.devices.quantity import parse_quantity
+from driver.testing.allocation.cel import DeviceView
+
+DeviceKey = tuple[str, str, str]  # (driver, pool, device)
+CounterSets = dict[str, dict[str, Fraction]]  # counter set -> counter -> value
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    """One published device an allocation may pick."""
+
+    driver: str
+    pool: str
+    spec: Mapping[str, Any]
+    node_name: str | None  # the node it is local to; None = usable from every node
+
+    @property
+    def name(self) -> str:
+        """The device name."""
+        return str(self.spec["name"])
+
+    @property
+    def key(self) -> DeviceKey:
+        """(driver, pool, device): the identity allocation results use."""
+        return (self.driver, self.pool, self.name)
+
+    @property
+    def shared(self) -> bool:
+        """True for a multi-allocatable device (consumable capacity)."""
+        return bool(self.spec.get("allowMultipleAllocations"))
+
+    @cached_property
+    def view(self) -> DeviceView:
+        """What CEL selectors see of this device."""
+        return DeviceView.of(self.driver, self.spec)
+
+    def capacity_name(self, name: str) -> str | None:
+        """The published capacity name that `name` refers to, or None.
+
+        "bandwidth" and "<driver>/bandwidth" name the same capacity of a device of that
+        driver, whichever of the two spellings the device published.
+        """
+        capacity = self.spec.get("capacity") or {}
+        domain, sep, ident = name.partition("/")
+        alias = f"{self.driver}/{name}" if not sep else ident if domain == self.driver else None
+        for spelling in (name, alias):
+            if spelling is not None and spelling in capacity:
+                return spelling
+        return None
+
+    def attribute(self, qualified: str) -> Mapping[str, Any] | None:
+        """The attribute entry for a fully qualified name (driver domain may be implicit)."""
+        attributes = self.spec.get("attributes") or {}
+        if qualified in attributes:
+            return attributes[qualified]
+        domain, _, ident = qualified.partition("/")
+        return attributes.get(ident) if domain == self.driver else None
+
+
+@dataclass
+class Pool:
+    """One (driver, pool) at its highest generation."""
+
+    driver: str
+    name: str
+    generation: int
+    expected_slices: int
+    slices: list[Mapping[str, Any]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """True when every slice of the current generation has been seen."""
+        return len(self.slices) == self.expected_slices
+
+    @cached_property
+    def counter_sets(self) -> CounterSets:
+        """Shared counters of the pool: counter set -> counter -> value."""
+        sets: CounterSets = {}
+        for item in self.slices:
+            for counter_set in item["spec"].get("sharedCounters") or []:
+                counters = sets.setdefault(counter_set["name"], {})
+                for name, counter in (counter_set.get("counters") or {}).items():
+                    counters[name] = parse_quantity(counter["value"])
+        return sets
+
+    @cached_property
+    def candidates(self) -> list[Candidate]:
+        """All devices of the pool in a stable order (slice name, then position)."""
+        found: list[Candidate] = []
+        for item in sorted(self.slices, key=lambda s: s.get("metadata", {}).get("name", "")):
+            spec = item["spec"]
+            for device in spec.get("devices") or []:
+                placed, node = _placement(spec, device)
+                if placed:
+                    found.append(Candidate(self.driver, self.name, device, node))
+        return found
+
+
+def gather_pools(slices: Iterable[Mapping[str, Any]]) -> list[Pool]:
+    """Group slices into pools, keeping only each pool's highest generation."""
+    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for item in slices:
+        spec = item["spec"]
+        grouped[(spec["driver"], spec["pool"]["name"])].append(item)
+    pools = []
+    for (driver, name), members in sorted(grouped.items()):
+        generation = max(int(s["spec"]["pool"].get("generation", 0)) for s in members)
+        current = [s for s in members if int(s["spec"]["pool"].get("generation", 0)) == generation]
+        expected = int(current[0]["spec"]["pool"].get("resourceSliceCount", 1))
+        pools.append(Pool(driver, name, generation, expected, current))
+    return pools
+
+
+def node_names(pools: Iterable[Pool]) -> list[str]:
+    """Every node that has node-local devices in a complete pool, sorted."""
+    return sorted({c.node_name for p in pools if p.complete for c in p.candidates if c.node_name})
+
+
+def candidates_for_node(pools: Iterable[Pool], node: str | None) -> list[Candidate]:
+    """Devices of complete pools usable from `node` (None: only devices for all nodes)."""
+    return [
+        c
+        for p in pools
+        if p.complete
+        for c in p.candidates
+        if c.node_name is None or c.node_name == node
+    ]
+
+
+def _placement(spec: Mapping[str, Any], device: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """(usable, node): where a device may be used according to its slice."""
+    source = device if spec.get("perDeviceNodeSelection") else spec
+    if source.get("nodeName"):
+        return True, str(source["nodeName"])
+    if source.get("allNodes"):
+        return True, None
+    return False, None

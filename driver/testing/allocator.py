@@ -1,0 +1,174 @@
+"""A scheduler stand-in: allocates ResourceClaims against published ResourceSlices.
+
+Used by simdra's integration tests, by `simdra demo` and by driver authors' CI, where no
+kube-scheduler runs. It follows the structured-parameters allocator of kube-scheduler for
+the cases it supports (facts sections 4 and 5):
+
+* pools: highest generation only, complete pools only;
+* requests: `exactly` (ExactCount / All, selectors, adminAccess, capacity, tolerations)
+  and `firstAvailable` (results named `<request>/<subrequest>`);
+* exclusive devices once across all claims; multi-allocatable devices as shares with a
+  fresh shareID and consumedCapacity for every capacity (request policy rounding);
+* partitionable devices: consumesCounters against the pool's sharedCounters;
+* taints NoSchedule/NoExecute unless tolerated; constraints matchAttribute and
+  distinctAttribute; selectors in a CEL subset (`driver.testing.allocation.cel`).
+
+Admin access: like the scheduler, an adminAccess result neither needs a free device nor
+counts as using one (other claims can still get the device, and its consumedCapacity is
+not added up). On a multi-allocatable device it still gets its own shareID and the
+consumedCapacity its request implies, because drivers key per-share state on
+(pool, device, shareID). allocationTimestamp is not set (only binding conditions use it).
+
+`allocate()` is pure; `Allocator` reads and writes through the official client.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kubernetes.client import ApiClient, ResourceV1Api
+from kubernetes.client.exceptions import ApiException
+
+from driver.testing.allocation.cel import UnsupportedExpression
+from driver.testing.allocation.diagnose import explain
+from driver.testing.allocation.errors import AllocationError
+from driver.testing.allocation.pools import candidates_for_node, gather_pools, node_names
+from driver.testing.allocation.requests import claim_label, parse_constraints, parse_requests
+from driver.testing.allocation.result import build_allocation
+from driver.testing.allocation.search import Search
+from driver.testing.allocation.usage import Usage
+
+__all__ = ["AllocationError", "Allocator", "UnsupportedExpression", "allocate"]
+
+JSON = dict[str, Any]
+
+
+def allocate(
+    claim: Mapping[str, Any],
+    slices: Iterable[Mapping[str, Any]],
+    classes: Mapping[str, Mapping[str, Any]],
+    in_use: Iterable[Mapping[str, Any]] = (),
+    *,
+    node_name: str | None = None,
+    new_share_id: Callable[[], str] | None = None,
+) -> JSON:
+    """Compute `status.allocation` for `claim`; raise AllocationError when it cannot fit.
+
+    `slices` are ResourceSlice objects, `classes` DeviceClass objects by name, `in_use`
+    ResourceClaims whose allocations count as taken (the claim itself, by UID, is
+    skipped). Without `node_name` the nodes that publish devices are tried in name order.
+    """
+    pools = gather_pools(slices)
+    requests = parse_requests(claim, classes)
+    constraints = parse_constraints(claim)
+    usage = Usage.from_claims(in_use, pools, (claim.get("metadata") or {}).get("uid"))
+    nodes: list[str | None] = [node_name] if node_name else [*node_names(pools)] or [None]
+    share_id = new_share_id or (lambda: str(uuid.uuid4()))
+    failures = []
+    for node in nodes:
+        candidates = candidates_for_node(pools, node)
+        picks = Search(claim, requests, constraints, candidates, usage, share_id).run()
+        if picks is not None:
+            return build_allocation(claim, picks, node)
+        reason = explain(claim, requests, constraints, candidates, usage, node)
+        failures.append(reason if len(nodes) == 1 else f"node {node}: {reason}")
+    raise AllocationError(f"claim {claim_label(claim)}: {' | '.join(failures)}")
+
+
+class Allocator:
+    """Allocates claims in an API server, as the scheduler would before a pod starts."""
+
+    # One process may run several allocators (tests in threads): compute + write of one
+    # claim must not interleave with another's, or two claims could get the same device.
+    _lock = threading.Lock()
+
+    def __init__(self, api_client: ApiClient, *, node_name: str | None = None) -> None:
+        self._api = ResourceV1Api(api_client)
+        self._node_name = node_name
+
+    def allocate(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        pod_name: str | None = None,
+        pod_uid: str | None = None,
+        node_name: str | None = None,
+        attempts: int = 5,
+    ) -> JSON:
+        """Allocate the claim (if not yet allocated) and reserve it for the pod, if given.
+
+        Returns the claim as written. An already allocated claim keeps its allocation and
+        only gains the reservation, as when a second pod shares a claim.
+        """
+        if (pod_name is None) != (pod_uid is None):
+            raise ValueError("pod_name and pod_uid go together")
+        with self._lock:
+            for _ in range(attempts):
+                claim = self._read_claim(namespace, name)
+                changed = self._allocate_into(claim, node_name or self._node_name)
+                if pod_name and pod_uid:
+                    changed |= _reserve(claim, pod_name, pod_uid)
+                if not changed:
+                    return claim
+                written = self._write_status(claim)
+                if written is not None:
+                    return written
+        raise AllocationError(f"claim {namespace}/{name}: status write conflicted {attempts} times")
+
+    def deallocate(self, namespace: str, name: str) -> JSON:
+        """Clear allocation and reservations (what the scheduler does once no pod uses it)."""
+        with self._lock:
+            for _ in range(5):
+                claim = self._read_claim(namespace, name)
+                status = claim.setdefault("status", {})
+                status.pop("allocation", None)
+                status.pop("reservedFor", None)
+                written = self._write_status(claim)
+                if written is not None:
+                    return written
+        raise AllocationError(f"claim {namespace}/{name}: status write kept conflicting")
+
+    def _allocate_into(self, claim: JSON, node_name: str | None) -> bool:
+        status = claim.setdefault("status", {})
+        if status.get("allocation"):
+            return False
+        slices = self._items(self._api.list_resource_slice)
+        classes = {c["metadata"]["name"]: c for c in self._items(self._api.list_device_class)}
+        claims = self._items(self._api.list_resource_claim_for_all_namespaces)
+        status["allocation"] = allocate(claim, slices, classes, claims, node_name=node_name)
+        return True
+
+    def _read_claim(self, namespace: str, name: str) -> JSON:
+        response = self._api.read_namespaced_resource_claim(name, namespace, _preload_content=False)
+        return json.loads(response.data)
+
+    def _write_status(self, claim: JSON) -> JSON | None:
+        """The written claim, or None on a conflict (someone else changed it first)."""
+        meta = claim["metadata"]
+        try:
+            response = self._api.replace_namespaced_resource_claim_status(
+                meta["name"], meta["namespace"], claim, _preload_content=False
+            )
+        except ApiException as error:
+            if error.status == 409:
+                return None
+            raise
+        return json.loads(response.data)
+
+    @staticmethod
+    def _items(lister: Callable[..., Any]) -> list[JSON]:
+        return list(json.loads(lister(_preload_content=False).data).get("items") or [])
+
+
+def _reserve(claim: JSON, pod_name: str, pod_uid: str) -> bool:
+    """Add the pod to status.reservedFor; False when it is already there."""
+    reserved = claim["status"].setdefault("reservedFor", [])
+    if any(entry.get("uid") == pod_uid for entry in reserved):
+        return False
+    reserved.append({"resource": "pods", "name": pod_name, "uid": pod_uid})
+    return True

@@ -1,0 +1,113 @@
+"""Watch streams: the JSON lines a watch request receives, as a generator of bytes.
+
+Semantics of the real server's watch cache: resourceVersion "" or "0" first sends the
+current objects as ADDED; a numeric resourceVersion sends every change after it, or one
+ERROR event with a 410 Expired Status when that history is gone. Field/label selectors
+turn a MODIFIED that enters or leaves the selection into ADDED or DELETED. Bookmarks (if
+asked for) carry the latest resourceVersion every `bookmark_interval` seconds and about
+two seconds before the watch times out.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from driver.testing.apiserver.errors import expired
+from driver.testing.apiserver.resources import ResourceType
+from driver.testing.apiserver.selectors import Selector
+from driver.testing.apiserver.store import HistoryExpired, Store, WatchEvent
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    """What a watch asked for."""
+
+    resource: ResourceType
+    namespace: str | None
+    selector: Selector
+    start: int | None  # None: send the current state first
+    timeout: float
+    bookmarks: bool
+    initial_events_end: bool  # sendInitialEvents=true: mark the end of the initial state
+
+
+def _line(event_type: str, obj: dict) -> bytes:
+    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+def _bookmark(resource: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+    meta: dict = {"resourceVersion": str(rv)}
+    if initial_end:
+        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+    return _line(
+        "BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
+    )
+
+
+def _visible_type(event: WatchEvent, request: WatchRequest) -> str | None:
+    """The event type this watcher sees, or None when the change is outside its selection."""
+    if event.resource != request.resource.plural:
+        return None
+    namespace = (event.obj.get("metadata") or {}).get("namespace")
+    if request.namespace is not None and namespace != request.namespace:
+        return None
+    matches = request.selector.matches(event.obj)
+    if event.type == "MODIFIED" and event.prev is not None:
+        matched = request.selector.matches(event.prev)
+        if matches and matched:
+            return "MODIFIED"
+        if matches:
+            return "ADDED"
+        return "DELETED" if matched else None
+    return event.type if matches else None
+
+
+def stream(
+    store: Store, request: WatchRequest, bookmark_interval: float, clock=time.monotonic
+) -> Iterator[bytes]:
+    """The lines of one watch until it times out, the server stops or history expires."""
+    deadline = clock() + request.timeout
+    if request.start is None:
+        items, position = store.list(request.resource.plural, request.namespace)
+        for obj in items:
+            if request.selector.matches(obj):
+                yield _line("ADDED", obj)
+        if request.initial_events_end and request.bookmarks:
+            yield _bookmark(request.resource, position, initial_end=True)
+    else:
+        position = request.start
+    next_bookmark = _next_bookmark(clock(), deadline, bookmark_interval)
+    while not store.closed:
+        now = clock()
+        if now >= deadline:
+            return
+        wait = deadline - now
+        if request.bookmarks:
+            wait = min(wait, max(0.0, next_bookmark - now))
+        try:
+            events = store.events_after(position, wait)
+        except HistoryExpired as gone:
+            yield _line("ERROR", expired(str(gone)).status())
+            return
+        for event in events:
+            position = event.rv
+            shown = _visible_type(event, request)
+            if shown is not None:
+                yield event.line(shown)
+        if request.bookmarks and clock() >= next_bookmark and not store.closed:
+            yield _bookmark(request.resource, position)
+            next_bookmark = _next_bookmark(clock(), deadline, bookmark_interval)
+
+
+def _next_bookmark(now: float, deadline: float, interval: float) -> float:
+    # The real watch cache bookmarks shortly before a watch's deadline, so a client
+    # that reconnects resumes from a fresh resourceVersion instead of an old one.
+    before_deadline = deadline - 2.0
+    if now < before_deadline:
+        return min(now + interval, before_deadline)
+    return now + interval

@@ -1,0 +1,247 @@
+"""A whole DRA node on one machine: API stand-in, plugin process, kubelet emulator, allocator.
+
+Used by simdra's integration tests, by `simdra demo`, and by driver authors' CI::
+
+    with LocalCluster(workdir) as cluster:
+        plugin = cluster.start_plugin(profile="gpu,nic", num_devices=2)
+        claim = cluster.create_claim("c1", exactly("gpu", "gpu.dra.example.com"))
+        cluster.allocate("c1")
+        answer = cluster.prepare("c1")
+
+The plugin runs as a real `python -m driver run` child process, talking HTTP to the
+stand-in and gRPC over unix sockets to the emulator, exactly as it would on a node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from driver.claims.types import ClaimRef
+from driver.testing.allocation.builders import claim as claim_json
+from driver.testing.allocation.builders import device_class
+from driver.testing.allocator import Allocator
+from driver.testing.apiserver import APIServer
+from driver.testing.kubelet import KubeletEmulator
+
+JSON = dict[str, Any]
+DRIVER = "dra.example.com"
+
+
+class PluginProcess:
+    """A `simdra run` child process and where its files live."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.args = args
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [sys.executable, "-m", "driver", "run", *args],
+                env=env, stdout=log, stderr=subprocess.STDOUT,
+            )
+
+    @property
+    def pid(self) -> int:
+        """Process id of the plugin."""
+        return self.process.pid
+
+    def log(self) -> str:
+        """Everything the plugin wrote to stdout and stderr so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        """Send `sig` and wait for exit; returns the exit code (negative: killed by signal)."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise RuntimeError(f"plugin pid {self.pid} ignored {signal.Signals(sig).name}; "
+                               f"log:\n{self.log()}") from None
+
+
+class LocalCluster:
+    """One node of a DRA cluster, in one directory. A context manager."""
+
+    def __init__(self, workdir: str | Path, *, node_name: str = "node-1",
+                 driver_name: str = DRIVER, apiserver: APIServer | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.node_name = node_name
+        self.driver_name = driver_name
+        self.registrar_dir = self.workdir / "registry"
+        self.plugins_dir = self.workdir / "plugins"
+        self.cdi_root = self.workdir / "cdi"
+        self.api = apiserver or APIServer()
+        self._plugins: list[PluginProcess] = []
+        self.kubelet: KubeletEmulator | None = None
+        self.api_client: client.ApiClient | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the API stand-in, create the Node and the device classes."""
+        for path in (self.registrar_dir, self.plugins_dir, self.cdi_root):
+            path.mkdir(parents=True, exist_ok=True)
+        self.api.start()
+        self.kubeconfig = self.api.write_kubeconfig(self.workdir / "kubeconfig")
+        self.api_client = self.api.api_client()
+        self.core = client.CoreV1Api(self.api_client)
+        self.resource = client.ResourceV1Api(self.api_client)
+        self.core.create_node({"metadata": {"name": self.node_name}})
+        for kind in ("gpu", "nic"):
+            self.resource.create_device_class(device_class(
+                f"{kind}.{self.driver_name}", self.driver_name,
+                selectors=(f'device.attributes["{self.driver_name}"].type == "{kind}"',)))
+        self.kubelet = KubeletEmulator(str(self.registrar_dir))
+        self.allocator = Allocator(self.api_client, node_name=self.node_name)
+
+    def stop(self) -> None:
+        """Stop every plugin started here, the emulator and the API stand-in."""
+        for plugin in self._plugins:
+            if plugin.process.poll() is None:
+                plugin.stop(signal.SIGKILL)
+        if self.kubelet is not None:
+            self.kubelet.close()
+        if self.api_client is not None:
+            self.api_client.close()
+        self.api.stop()
+
+    # -- the plugin ---------------------------------------------------------------------
+
+    @property
+    def data_dir(self) -> Path:
+        """The plugin's data directory (DRA socket, claim records)."""
+        return self.plugins_dir / self.driver_name
+
+    def plugin_args(self, *, profile: str = "gpu", num_devices: int = 8,
+                    extra: Sequence[str] = ()) -> list[str]:
+        """The `simdra run` arguments this node's plugin gets."""
+        return [
+            "--node-name", self.node_name,
+            "--driver-name", self.driver_name,
+            "--kubeconfig", str(self.kubeconfig),
+            "--kubelet-registrar-directory-path", str(self.registrar_dir),
+            "--kubelet-plugins-directory-path", str(self.plugins_dir),
+            "--cdi-root", str(self.cdi_root),
+            "--device-profile", profile,
+            "--num-devices", str(num_devices),
+            *extra,
+        ]
+
+    def start_plugin(self, *, profile: str = "gpu", num_devices: int = 8,
+                     extra: Sequence[str] = (), wait: bool = True,
+                     timeout: float = 30.0) -> PluginProcess:
+        """Start `simdra run` for this node; by default wait until it is registered with
+        the kubelet emulator and its slices are published."""
+        env = {k: v for k, v in os.environ.items() if k not in _PLUGIN_ENV}
+        args = self.plugin_args(profile=profile, num_devices=num_devices, extra=extra)
+        plugin = PluginProcess(args, env, self.workdir / f"plugin-{len(self._plugins)}.log")
+        self._plugins.append(plugin)
+        if wait:
+            self.wait_ready(plugin, timeout)
+        return plugin
+
+    def wait_ready(self, plugin: PluginProcess, timeout: float = 30.0) -> None:
+        """Wait until the plugin is registered and has published at least one slice."""
+        assert self.kubelet is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            if plugin.process.poll() is not None:
+                raise RuntimeError(f"plugin exited with {plugin.process.returncode}; "
+                                   f"log:\n{plugin.log()}")
+            try:
+                self.kubelet.wait_for_plugin(self.driver_name, timeout=0.2)
+                if self.complete_pools():
+                    return
+            except Exception:  # noqa: BLE001 - keep polling until the deadline
+                if time.monotonic() > deadline:
+                    raise
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"plugin not ready in {timeout}s; log:\n{plugin.log()}")
+            time.sleep(0.05)
+
+    # -- the API ------------------------------------------------------------------------
+
+    def slices(self) -> list[JSON]:
+        """Our driver's ResourceSlices on this node, as stored, sorted by name."""
+        return [s for s in self.api.objects("resourceslices")
+                if s["spec"].get("driver") == self.driver_name
+                and s["spec"].get("nodeName") == self.node_name]
+
+    def complete_pools(self) -> dict[str, list[JSON]]:
+        """Pool name -> slices, for pools whose newest generation is completely published."""
+        by_pool: dict[str, list[JSON]] = {}
+        for item in self.slices():
+            by_pool.setdefault(item["spec"]["pool"]["name"], []).append(item)
+        complete = {}
+        for pool, items in by_pool.items():
+            newest = max(s["spec"]["pool"]["generation"] for s in items)
+            current = [s for s in items if s["spec"]["pool"]["generation"] == newest]
+            if len(current) == current[0]["spec"]["pool"]["resourceSliceCount"]:
+                complete[pool] = current
+        return complete
+
+    def published_devices(self) -> dict[str, JSON]:
+        """Device name -> device JSON over all complete pools."""
+        return {d["name"]: d for items in self.complete_pools().values()
+                for s in items for d in s["spec"].get("devices", [])}
+
+    def create_claim(self, name: str, *requests: JSON, namespace: str = "default",
+                     config: list[JSON] | None = None) -> JSON:
+        """Create a ResourceClaim with these requests (see allocation.builders.exactly)."""
+        body = claim_json(name, *requests, namespace=namespace, config=config)
+        body["metadata"].pop("uid")  # the server assigns it
+        response = self.resource.create_namespaced_resource_claim(
+            namespace, body, _preload_content=False)
+        return json.loads(response.data)
+
+    def allocate(self, name: str, namespace: str = "default") -> JSON:
+        """Allocate the claim on this node and reserve it for a pod, as the scheduler does."""
+        return self.allocator.allocate(namespace, name, pod_name=f"pod-{name}",
+                                       pod_uid=f"pod-uid-{name}", node_name=self.node_name)
+
+    def claim_ref(self, name: str, namespace: str = "default") -> ClaimRef:
+        """The (namespace, name, uid) the kubelet would send for a claim."""
+        stored = self.api.get_object("resourceclaims", name, namespace)
+        if stored is None:
+            raise KeyError(f"claim {namespace}/{name} does not exist")
+        return ClaimRef(namespace, name, stored["metadata"]["uid"])
+
+    # -- the kubelet --------------------------------------------------------------------
+
+    def prepare(self, *names: str, version: str | None = None) -> dict[str, JSON]:
+        """NodePrepareResources for these claims through the kubelet emulator."""
+        assert self.kubelet is not None
+        return self.kubelet.prepare([self.claim_ref(n) for n in names],
+                                    driver_name=self.driver_name, version=version)
+
+    def unprepare(self, *refs: ClaimRef, version: str | None = None) -> dict[str, JSON]:
+        """NodeUnprepareResources for these claims through the kubelet emulator."""
+        assert self.kubelet is not None
+        return self.kubelet.unprepare(list(refs), driver_name=self.driver_name, version=version)
+
+
+# Settings of the calling environment that must not leak into the plugin under test.
+_PLUGIN_ENV = {
+    "NODE_NAME", "DRIVER_NAME", "KUBECONFIG", "KUBELET_REGISTRAR_DIRECTORY_PATH",
+    "KUBELET_PLUGINS_DIRECTORY_PATH", "CDI_ROOT", "DEVICE_BACKEND", "DEVICE_PROFILE",
+    "NUM_DEVICES", "POD_UID", "HEALTHCHECK_PORT", "METRICS_PORT", "SYSFS_ROOT",
+}

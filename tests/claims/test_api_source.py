@@ -1,0 +1,76 @@
+"""ApiClaimSource against a real HTTP server speaking the resource.k8s.io/v1 paths."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from driver.claims.api_source import ApiClaimSource
+from driver.claims.errors import ClaimNotFound
+
+from .builders import fixture_claim
+
+PATH = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    claims: dict[str, dict] = {}
+
+    def do_GET(self):
+        if self.path.endswith("/broken"):
+            self._send(500, {"kind": "Status", "code": 500, "message": "etcd down"})
+        elif self.path in self.claims:
+            self._send(200, self.claims[self.path])
+        else:
+            self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+
+    def _send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def source():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    config = client.Configuration(host=f"http://127.0.0.1:{server.server_address[1]}")
+    api_client = client.ApiClient(config)
+    try:
+        yield ApiClaimSource(api_client, timeout_s=5)
+    finally:
+        api_client.close()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_reads_the_raw_claim_json_including_fields_the_client_does_not_know(source):
+    raw = fixture_claim()
+    raw["status"]["allocation"]["devices"]["results"][0]["futureField"] = {"x": 1}
+    _Handler.claims = {PATH.format(ns="team-a", name="c1"): raw}
+    assert source.get("team-a", "c1") == raw
+
+
+def test_missing_claim_raises_claim_not_found(source):
+    _Handler.claims = {}
+    with pytest.raises(ClaimNotFound, match="claim team-a/gone: not found"):
+        source.get("team-a", "gone")
+
+
+def test_other_api_errors_propagate(source):
+    with pytest.raises(ApiException) as info:
+        source.get("team-a", "broken")
+    assert info.value.status == 500

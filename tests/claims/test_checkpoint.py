@@ -1,0 +1,112 @@
+"""Durable claim records: round trip, corrupt records reported and kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from driver.claims.allocation import parse_claim
+from driver.claims.checkpoint import Checkpoint
+from driver.claims.plan import plan_prepare
+
+from .builders import DRIVER, SHARE_1, claim, inventory, result
+
+A = "aaaaaaaa-0000-4000-8000-000000000001"
+B = "bbbbbbbb-0000-4000-8000-000000000002"
+
+
+def _prepared(uid):
+    results = [
+        result("gpus", "gpu-0"),
+        result("net/sub", "nic-0", share=SHARE_1, consumed={"bandwidth": "1500m"}),
+    ]
+    return plan_prepare(parse_claim(claim(uid, results), DRIVER), inventory(), DRIVER)
+
+
+def test_round_trip_keeps_everything_exactly(tmp_path):
+    store = Checkpoint(tmp_path)
+    prepared = _prepared(A)
+    store.save(prepared)
+    records, problems = Checkpoint(tmp_path).load_all()
+    assert problems == []
+    assert records == {A: prepared}
+    assert records[A].spec_bytes() == prepared.spec_bytes()
+    raw = json.loads((tmp_path / "claims" / f"{A}.json").read_text())
+    assert raw["version"] == 1 and raw["checksum"].startswith("sha256:")
+    assert raw["payload"]["claim"] == {"namespace": "default", "name": "claim-aaaaaaaa", "uid": A}
+    assert raw["payload"]["cdiFile"] == prepared.cdi_file
+    assert raw["payload"]["cdiSpec"]["kind"] == f"k8s.{DRIVER}/device"
+
+
+def _corrupt_json(path):
+    path.write_text(path.read_text()[:-40])
+
+
+def _tamper(path):
+    record = json.loads(path.read_text())
+    record["payload"]["units"][1]["consumedCapacity"]["bandwidth"] = "1"
+    path.write_text(json.dumps(record))
+
+
+def _other_version(path):
+    record = json.loads(path.read_text())
+    record["version"] = 99
+    path.write_text(json.dumps(record))
+
+
+def _wrong_name(path):
+    path.rename(path.with_name(f"{B}.json"))
+    return path.with_name(f"{B}.json")
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason", "uid"),
+    [
+        (_corrupt_json, "not valid JSON", A),
+        (_tamper, "checksum mismatch", A),
+        (_other_version, "version 99", A),
+        (_wrong_name, f"holds claim uid '{A}' but is named for uid '{B}'", B),
+    ],
+)
+def test_corrupt_records_are_reported_with_path_and_reason_and_kept(tmp_path, damage, reason, uid):
+    store = Checkpoint(tmp_path)
+    store.save(_prepared(A))
+    good = _prepared("cccccccc-0000-4000-8000-000000000003")
+    store.save(good)
+    path = store.path_for(A)
+    path = damage(path) or path
+    before = path.read_bytes()
+    records, problems = store.load_all()
+    assert records == {good.claim.uid: good}  # one bad record costs one claim only
+    (problem,) = problems
+    assert problem.uid == uid and problem.path == path
+    assert reason in problem.reason
+    assert str(path) in str(problem)
+    assert path.read_bytes() == before  # never silently deleted or rewritten
+
+
+def test_quarantine_moves_aside_without_overwriting_earlier_ones(tmp_path):
+    store = Checkpoint(tmp_path)
+    for expected in (f"{A}.json.corrupt", f"{A}.json.corrupt.1"):
+        store.path_for(A).write_text("{broken")
+        moved = store.quarantine(A)
+        assert moved is not None and moved.name == expected
+        assert moved.read_text() == "{broken"
+    assert store.quarantine(A) is None
+    assert store.load_all() == ({}, [])
+
+
+def test_temp_files_of_interrupted_writes_are_removed_and_never_loaded(tmp_path):
+    store = Checkpoint(tmp_path)
+    stale = store.directory / f".{A}.json.x1y2.tmp"
+    stale.write_text("{half")
+    assert store.load_all() == ({}, [])
+    assert store.remove_temp_files() == [stale]
+    assert not stale.exists()
+
+
+@pytest.mark.parametrize("uid", ["../../etc/passwd", "../x", "a/b", ".."])
+def test_hostile_uid_never_names_a_path(tmp_path, uid):
+    with pytest.raises(ValueError, match="unsafe file name"):
+        Checkpoint(tmp_path).path_for(uid)

@@ -1,0 +1,1 @@
+"""Tests of the kubelet-facing gRPC layer and the kubelet emulator."""

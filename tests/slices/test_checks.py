@@ -1,0 +1,61 @@
+"""Local validation of a pool before publishing: problems name pool, device and rule."""
+
+from __future__ import annotations
+
+from driver.slices import naming
+from driver.slices.checks import check_pool
+from driver.slices.desired import desired_pool
+from driver.slices.diff import SliceTarget, slice_object
+
+from .builders import DRIVER, NODE, gpu, gpus, pool
+
+TARGET = SliceTarget(DRIVER, NODE, "uid")
+COUNTERS = ({"name": "gpu-0-set", "counters": {"memory": {"value": "80Gi"}}},)
+
+
+def problems(p):
+    desired = desired_pool(p)
+    n = len(desired.slices)
+    objects = [slice_object(s, p.name, 0, n, TARGET, naming.slice_name(i, 5, DRIVER, NODE, p.name))
+               for i, s in enumerate(desired.slices)]
+    return [str(x) for x in check_pool(desired, objects)]
+
+
+def test_a_valid_pool_has_no_problems():
+    specs = gpus(2, consumesCounters=[{"counterSet": "gpu-0-set",
+                                       "counters": {"memory": {"value": "1Gi"}}}])
+    assert problems(pool("a", specs, COUNTERS)) == []
+
+
+def test_duplicate_device_names_across_slices_are_found():
+    specs = gpus(200)
+    specs[150]["name"] = "gpu-3"
+    assert problems(pool("a", specs)) == [
+        'pool "a", device "gpu-3": name: Duplicate value: device names must be unique in the pool'
+    ]
+
+
+def test_consumes_counters_must_name_known_sets_and_counters():
+    one = {"value": "1"}
+    specs = [gpu(0, consumesCounters=[{"counterSet": "nope", "counters": {"memory": one}}]),
+             gpu(1, consumesCounters=[{"counterSet": "gpu-0-set", "counters": {"cores": one}}])]
+    found = problems(pool("a", specs, COUNTERS))
+    assert len(found) == 2
+    assert found[0].startswith('pool "a", device "gpu-0": consumesCounters[0].counterSet')
+    assert "'nope'" in found[0]
+    assert found[1].startswith('pool "a", device "gpu-1": consumesCounters[0].counters[cores]')
+
+
+def test_api_rules_are_reported_with_the_device_name():
+    bad_name = gpu(0, name="GPU_0")
+    policy_without_sharing = gpu(1, capacity={"memory": {"value": "80Gi", "requestPolicy": {
+        "default": "1Gi", "validRange": {"min": "1Gi"}}}})
+    found = problems(pool("a", [bad_name, policy_without_sharing]))
+    assert any(f.startswith('pool "a", device "GPU_0": spec.devices[0].name') for f in found)
+    assert any(f.startswith('pool "a", device "gpu-1": spec.devices[1].capacity[memory]')
+               for f in found)
+
+
+def test_an_invalid_pool_name_is_reported_without_a_device():
+    found = problems(pool("Bad_Pool", gpus(1)))
+    assert found and all(f.startswith('pool "Bad_Pool": spec.pool.name') for f in found)
