@@ -113,7 +113,7 @@ def run_plugin(config: Config) -> int:
     plugin = Plugin(config, api_client, make_backend(config))
     try:
         plugin.start()
-    except Exception as err:  # noqa: BLE001 - one clear line instead of a traceback
+    except Exception as err:
         log.error("plugin failed to start: %s", err)
         return 1
     try:

@@ -7,9 +7,9 @@ here touches files; the preparer acts on the plan.
 
 from __future__ import annotations
 
-import hashlib
+import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -18,26 +18,38 @@ from driver.claims.cdi import (
     CdiError,
     cdi_kind,
     encode_spec,
-    env_entry,
-    env_token,
     merge_edits,
     qualified_name,
     render_spec,
     spec_file_name,
 )
+from driver.claims.config.apply import (
+    ConfigEntry,
+    ConfigTarget,
+    config_env,
+    decode_entries,
+    resolve_all,
+)
+from driver.claims.config.decode import ConfigError
+from driver.claims.config.types import DeviceConfig
+from driver.claims.env import ATTRIBUTE_KEYS, capacity_key, render_env, unit_id
 from driver.claims.errors import ClaimError, quantity_text
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
-from driver.devices.model import Device, Inventory
-from driver.devices.quantity import QuantityError, ceil_int
-
-ENV_PREFIX = "SIMDRA_"
+from driver.devices.model import Device, Inventory, Pool
+from driver.devices.quantity import QuantityError, ceil_int, parse_quantity
 
 UnitKey = tuple[str, str, str | None]  # (pool, device, shareID)
+Amounts = Mapping[str, Fraction]
 
 
 @dataclass(frozen=True)
 class PreparedUnit:
-    """One prepared (pool, device, shareID): what a container gets for it."""
+    """One prepared (pool, device, shareID): what a container gets for it.
+
+    Besides what the answer and the CDI spec need, a unit keeps what the node-side
+    accounting and reporting need later from disk alone (ledger rebuild, `simdra usage`,
+    claim status): the device's capacity, attributes and counter consumption as planned.
+    """
 
     pool: str
     device: str
@@ -45,11 +57,16 @@ class PreparedUnit:
     requests: tuple[str, ...]  # as allocated, `req` or `req/sub`
     exclusive: bool  # the device does not allow multiple allocations
     admin_access: bool
-    consumed_capacity: Mapping[str, Fraction]
-    device_capacity: Mapping[str, Fraction]  # the device's total, as planned
+    consumed_capacity: Amounts
+    device_capacity: Amounts  # the device's total, as planned
     cdi_name: str
     cdi_id: str
     env: tuple[str, ...]
+    device_type: str = "device"  # the `type` attribute
+    attributes: Mapping[str, Any] = field(default_factory=dict)  # published v1 JSON form
+    consumes_counters: Mapping[str, Amounts] = field(default_factory=dict)  # set -> counter
+    counter_totals: Mapping[str, Amounts] = field(default_factory=dict)  # of those sets
+    config: Mapping[str, Any] = field(default_factory=dict)  # effective opaque config
 
     @property
     def key(self) -> UnitKey:
@@ -57,9 +74,26 @@ class PreparedUnit:
         return (self.pool, self.device, self.share_id)
 
     @property
+    def label(self) -> str:
+        """How messages name this unit: `device <pool>/<device>[ share <id>]`."""
+        share = f" share {self.share_id}" if self.share_id else ""
+        return f"device {self.pool}/{self.device}{share}"
+
+    @property
+    def granted(self) -> dict[str, Fraction]:
+        """What the unit holds of each capacity: a share its consumedCapacity, an
+        exclusive device all of it."""
+        return dict(self.device_capacity if self.exclusive else self.consumed_capacity)
+
+    @property
     def request_names(self) -> tuple[str, ...]:
         """Main request names for the kubelet (`req/sub` -> `req`), without repeats."""
         return tuple(dict.fromkeys(r.split("/", 1)[0] for r in self.requests))
+
+    def attribute(self, name: str) -> Any:
+        """The value of attribute `name` (whatever member is set), or None."""
+        entry = self.attributes.get(name)
+        return next(iter(entry.values())) if isinstance(entry, dict) and entry else None
 
     def answer(self) -> PreparedDevice:
         """This unit as one device of the kubelet's prepare answer."""
@@ -92,19 +126,26 @@ def plan_prepare(
 ) -> PreparedClaim:
     """Compute what preparing `allocation` means on a node with `inventory`.
 
-    Raises ClaimError (naming claim, request, pool and device) when the allocation does
-    not fit the inventory.
+    Raises ClaimError (naming claim, request, pool and device, or the config field) when
+    the allocation does not fit the inventory or its opaque config is invalid.
     """
     where = allocation.label
     if not allocation.results:
         raise ClaimError(f"{where}: no devices are allocated by driver {driver_name}")
+    entries = _decode_config(allocation, where)
     groups = _group_results(allocation.results)
     ambiguous = _ambiguous_device_names(groups)
     kind = _kind(driver_name, where)
-    planned = [
-        _unit(allocation, results, inventory, kind, qualify_pool=results[0].device in ambiguous)
+    drafts = [
+        _draft(allocation, results, inventory, kind, qualify_pool=results[0].device in ambiguous)
         for results in groups.values()
     ]
+    configs = _resolve_config(entries, [unit for unit, _ in drafts], where)
+    planned = [
+        _finish(allocation, unit, device, config)
+        for (unit, device), config in zip(drafts, configs, strict=True)
+    ]
+    _check_unique_ids(planned, where)
     units = tuple(unit for unit, _ in planned)
     try:
         spec = render_spec(kind, [(unit.cdi_name, edits) for unit, edits in planned])
@@ -120,6 +161,23 @@ def _kind(driver_name: str, where: str) -> str:
         return cdi_kind(driver_name)
     except CdiError as exc:
         raise ClaimError(f"{where}: {exc}") from None
+
+
+def _decode_config(allocation: ClaimAllocation, where: str) -> list[ConfigEntry]:
+    try:
+        return decode_entries(allocation.config)
+    except ConfigError as exc:
+        raise ClaimError(f"{where}: invalid opaque config: {exc}") from None
+
+
+def _resolve_config(
+    entries: list[ConfigEntry], units: list[PreparedUnit], where: str
+) -> list[DeviceConfig | None]:
+    targets = [ConfigTarget(u.requests, u.device_type, u.label, u.granted) for u in units]
+    try:
+        return resolve_all(entries, targets)
+    except ConfigError as exc:
+        raise ClaimError(f"{where}: invalid opaque config: {exc}") from None
 
 
 def _group_results(
@@ -142,24 +200,26 @@ def _ambiguous_device_names(groups: Mapping[UnitKey, list[AllocatedDevice]]) -> 
     return {device for device, pools in pools_by_device.items() if len(pools) > 1}
 
 
-def _unit(
+def _draft(
     allocation: ClaimAllocation,
     results: list[AllocatedDevice],
     inventory: Inventory,
     kind: str,
     *,
     qualify_pool: bool,
-) -> tuple[PreparedUnit, dict[str, Any]]:
-    """The unit for `results` (one key) and its CDI container edits."""
+) -> tuple[PreparedUnit, Device]:
+    """The unit for `results` (one key), still without config and env."""
     first = results[0]
     where = f"{allocation.label}: request {first.request}: pool {first.pool} device {first.device}"
-    device = _inventory_device(inventory, first, where)
+    pool, device = _inventory_device(inventory, first, where)
     capacity = _check_share(device, first, where)
+    consumes, totals = _counters(pool, device, where)
     name = _cdi_name(allocation.uid, first, qualify_pool=qualify_pool)
     try:
         cdi_id = qualified_name(kind, name)
     except CdiError as exc:
         raise ClaimError(f"{where}: {exc}") from None
+    device_type = device.attribute("type")
     unit = PreparedUnit(
         pool=first.pool,
         device=first.device,
@@ -172,22 +232,38 @@ def _unit(
         cdi_name=name,
         cdi_id=cdi_id,
         env=(),
+        device_type=str(device_type) if device_type is not None else "device",
+        attributes=copy.deepcopy(dict(device.spec.get("attributes") or {})),
+        consumes_counters=consumes,
+        counter_totals=totals,
     )
+    return unit, device
+
+
+def _finish(
+    allocation: ClaimAllocation, unit: PreparedUnit, device: Device, config: DeviceConfig | None
+) -> tuple[PreparedUnit, dict[str, Any]]:
+    """The unit with its config and env, and its CDI container edits."""
+    where = f"{allocation.label}: request {unit.requests[0]}: pool {unit.pool} device {unit.device}"
+    unit = replace(unit, config=config.to_json() if config is not None else {})
     try:
-        unit = replace(unit, env=_env(allocation, unit, device))
+        unit = replace(unit, env=render_env(unit.cdi_name, _env_values(allocation, unit, config)))
         edits = merge_edits([device.container_edits, {"env": list(unit.env)}])
     except (CdiError, QuantityError) as exc:
         raise ClaimError(f"{where}: container edits: {exc}") from None
     return unit, edits
 
 
-def _inventory_device(inventory: Inventory, result: AllocatedDevice, where: str) -> Device:
-    if inventory.pool(result.pool) is None:
+def _inventory_device(
+    inventory: Inventory, result: AllocatedDevice, where: str
+) -> tuple[Pool, Device]:
+    pool = inventory.pool(result.pool)
+    if pool is None:
         raise ClaimError(f"{where}: pool {result.pool} is not on this node")
-    device = inventory.device(result.pool, result.device)
+    device = pool.device(result.device)
     if device is None:
         raise ClaimError(f"{where}: device {result.device} is not in pool {result.pool}")
-    return device
+    return pool, device
 
 
 def _check_share(device: Device, result: AllocatedDevice, where: str) -> dict[str, Fraction]:
@@ -211,6 +287,38 @@ def _check_share(device: Device, result: AllocatedDevice, where: str) -> dict[st
     return capacity
 
 
+def _counters(
+    pool: Pool, device: Device, where: str
+) -> tuple[dict[str, dict[str, Fraction]], dict[str, dict[str, Fraction]]]:
+    """What the device consumes of its pool's counter sets, and those sets' totals."""
+    try:
+        sets = {str(s["name"]): s for s in pool.shared_counters}
+        consumes: dict[str, dict[str, Fraction]] = {}
+        totals: dict[str, dict[str, Fraction]] = {}
+        for entry in device.spec.get("consumesCounters") or []:
+            name = str(entry["counterSet"])
+            if name not in sets:
+                raise ClaimError(
+                    f"{where}: the device consumes counter set {name}, "
+                    f"which pool {pool.name} does not have"
+                )
+            totals[name] = _amounts(sets[name]["counters"])
+            wanted = _amounts(entry["counters"])
+            unknown = sorted(set(wanted) - set(totals[name]))
+            if unknown:
+                raise ClaimError(f"{where}: counter set {name} has no counters {unknown}")
+            into = consumes.setdefault(name, {})
+            for counter, amount in wanted.items():
+                into[counter] = into.get(counter, Fraction(0)) + amount
+        return consumes, totals
+    except (KeyError, TypeError, AttributeError, QuantityError) as exc:
+        raise ClaimError(f"{where}: malformed counters in the inventory: {exc!r}") from None
+
+
+def _amounts(counters: Mapping[str, Any]) -> dict[str, Fraction]:
+    return {str(name): parse_quantity(c["value"]) for name, c in counters.items()}
+
+
 def _cdi_name(claim_uid: str, result: AllocatedDevice, *, qualify_pool: bool) -> str:
     # The claim UID makes names unique across claims (runtimes may cache specs); the
     # full shareID makes two shares of one device in one claim distinct. `_` occurs in
@@ -224,29 +332,40 @@ def _cdi_name(claim_uid: str, result: AllocatedDevice, *, qualify_pool: bool) ->
     return "-".join(parts)
 
 
-def _env(allocation: ClaimAllocation, unit: PreparedUnit, device: Device) -> tuple[str, ...]:
-    """Env vars telling the workload what it got, all under one per-unit prefix.
-
-    The prefix carries the device name plus 8 hex digits of a hash of the CDI device
-    name, so vars of two CDI devices given to one container do not overwrite each other.
-    """
-    digest = hashlib.sha256(unit.cdi_name.encode()).hexdigest()[:8].upper()
-    prefix = f"{ENV_PREFIX}{env_token(unit.device)}_{digest}_"
-    device_type = device.attribute("type")
-    values: list[tuple[str, str]] = [
-        ("DEVICE", unit.device),
-        ("POOL", unit.pool),
-        ("REQUEST", ",".join(unit.requests)),
+def _env_values(
+    allocation: ClaimAllocation, unit: PreparedUnit, config: DeviceConfig | None
+) -> list[tuple[str, str]]:
+    """(key, value) pairs of the scheme documented in `driver.claims.env`."""
+    values = [("NAME", unit.device), ("POOL", unit.pool), ("TYPE", unit.device_type)]
+    for attribute, key in ATTRIBUTE_KEYS:
+        value = unit.attribute(attribute)
+        if value is not None and not isinstance(value, list):
+            values.append((key, str(value)))
+    values += [
+        ("CDI_DEVICE", unit.cdi_id),
         ("CLAIM", f"{allocation.namespace}/{allocation.name}"),
         ("CLAIM_UID", allocation.uid),
-        ("TYPE", str(device_type) if device_type is not None else "device"),
+        ("REQUEST", ",".join(unit.requests)),
     ]
     if unit.share_id is not None:
         values.append(("SHARE_ID", unit.share_id))
-    for name, amount in sorted(unit.consumed_capacity.items()):
-        token = f"CAPACITY_{env_token(name)}"
-        values.append((token, quantity_text(amount)))
-        values.append((f"{token}_VALUE", str(ceil_int(amount))))
+    for name, amount in sorted(unit.granted.items()):
+        values.append((capacity_key(name), quantity_text(amount)))
+        values.append((f"{capacity_key(name)}_VALUE", str(ceil_int(amount))))
     if unit.admin_access:
         values.append(("ADMIN_ACCESS", "true"))
-    return tuple(env_entry(prefix + key, value) for key, value in values)
+    if unit.attribute("partition") is True:
+        values.append(("PARTITION", "true"))
+    return values + config_env(config)
+
+
+def _check_unique_ids(planned: list[tuple[PreparedUnit, dict[str, Any]]], where: str) -> None:
+    # Names are hashes; a collision inside one claim would make two devices' variables
+    # overwrite each other, so it is refused rather than hoped away.
+    ids: dict[str, str] = {}
+    for unit, _ in planned:
+        other = ids.setdefault(unit_id(unit.cdi_name), unit.cdi_name)
+        if other != unit.cdi_name:
+            raise ClaimError(
+                f"{where}: CDI devices {other} and {unit.cdi_name} hash to the same env id"
+            )

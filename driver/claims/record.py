@@ -4,6 +4,10 @@ Everything prepare computed is stored as computed, answer included, so that a pr
 of an already prepared claim returns the very same answer even if the inventory or this
 code changed in between. Exact amounts are stored as Fraction strings ("10000000",
 "1/3"), never floats.
+
+Fields added after format version 1 first shipped (`deviceType`, `attributes`,
+`consumesCounters`, `counterTotals`, `config`) are optional when reading, so records
+written by an older driver still load (as a device without counters or config).
 """
 
 from __future__ import annotations
@@ -64,6 +68,11 @@ def _unit_to_json(unit: PreparedUnit) -> dict[str, Any]:
         "cdiName": unit.cdi_name,
         "cdiID": unit.cdi_id,
         "env": list(unit.env),
+        "deviceType": unit.device_type,
+        "attributes": dict(unit.attributes),
+        "consumesCounters": _sets_to_json(unit.consumes_counters),
+        "counterTotals": _sets_to_json(unit.counter_totals),
+        "config": dict(unit.config),
     }
 
 
@@ -80,6 +89,11 @@ def _unit_from_json(raw: dict[str, Any]) -> PreparedUnit:
         cdi_name=_str(raw["cdiName"]),
         cdi_id=_str(raw["cdiID"]),
         env=tuple(_str(e) for e in raw["env"]),
+        device_type=_str(raw.get("deviceType", "device")),
+        attributes=_dict(raw.get("attributes", {})),
+        consumes_counters=_sets_from_json(raw.get("consumesCounters", {})),
+        counter_totals=_sets_from_json(raw.get("counterTotals", {})),
+        config=_dict(raw.get("config", {})),
     )
 
 
@@ -109,6 +123,14 @@ def _amounts_to_json(amounts: Any) -> dict[str, str]:
 
 def _amounts_from_json(raw: Any) -> dict[str, Fraction]:
     return {_str(name): Fraction(_str(value)) for name, value in _dict(raw).items()}
+
+
+def _sets_to_json(sets: Any) -> dict[str, dict[str, str]]:
+    return {name: _amounts_to_json(amounts) for name, amounts in sets.items()}
+
+
+def _sets_from_json(raw: Any) -> dict[str, dict[str, Fraction]]:
+    return {_str(name): _amounts_from_json(amounts) for name, amounts in _dict(raw).items()}
 
 
 def _str(value: Any) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from driver.devices.quantity import parse_quantity

@@ -14,14 +14,15 @@ there is one, the field and the rule, so one log line explains it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from driver.slices.desired import DesiredPool
-from driver.slices.validation import validate_slice
+from driver.slices.validation import FieldError, validate_slice
 
 _DEVICE_PATH = re.compile(r"^spec\.devices\[(\d+)\]")
+_DUPLICATE_DEVICE = re.compile(r"^spec\.devices\[\d+\]$")
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,22 @@ def check_pool(
     `slice_objects` are the complete ResourceSlice objects (one per desired slice, same
     order) the pool would be published as.
     """
+    return pool_problems(desired, [validate_slice(obj) for obj in slice_objects])
+
+
+def pool_problems(
+    desired: DesiredPool, slice_errors: Sequence[Sequence[FieldError]]
+) -> list[PoolProblem]:
+    """Pool-wide rule problems plus the given `validate_slice` errors of each slice.
+
+    Lets a caller reuse the (costly) errors of slices that did not change.
+    """
     problems = pool_rule_problems(desired)
-    for index, obj in enumerate(slice_objects):
+    for index, errors in enumerate(slice_errors):
         devices = desired.slices[index].devices
-        for error in validate_slice(obj):
+        for error in errors:
+            if _DUPLICATE_DEVICE.match(error.field) and error.message.startswith("Duplicate"):
+                continue  # already reported pool-wide, once per device
             problems.append(_from_field_error(desired.name, devices, error.field, error.message))
     return problems
 

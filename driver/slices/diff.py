@@ -195,7 +195,7 @@ def slice_differences(
     for key in ("name", "generation", "resourceSliceCount"):
         if pool.get(key, 0) != pool_meta[key]:
             diffs.append(f"spec.pool.{key}")
-    diffs += _content_differences(spec, desired, accepted)
+    diffs += content_differences(spec, desired, accepted)
     for key in sorted(set(spec) - _MANAGED_SPEC_KEYS):
         if normalize(spec[key], key) not in (None, {}, []):
             diffs.append(f"spec.{key}")
@@ -260,9 +260,10 @@ def _match(
     return matched, obsolete
 
 
-def _content_differences(
-    spec: Mapping[str, Any], desired: DesiredSlice, accepted: AcceptedForm | None
+def content_differences(
+    spec: Mapping[str, Any], desired: DesiredSlice, accepted: AcceptedForm | None = None
 ) -> list[str]:
+    """Which of `spec.devices` / `spec.sharedCounters` differ from the desired content."""
     content = desired.spec_content()
     if accepted is not None and content == accepted.sent:
         norm = normalized_content(spec)

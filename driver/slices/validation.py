@@ -191,7 +191,10 @@ def pool_name_errors(value: Any, path: str) -> list[FieldError]:
     if len(value) > MAX_POOL_NAME_LENGTH:
         errors.append(too_long(path, MAX_POOL_NAME_LENGTH))
     for part in value.split("/"):
-        errors.extend(dns_subdomain_errors(part, path))
+        # An empty part ("a//b") is a malformed name, not a missing one.
+        errors.extend(
+            dns_subdomain_errors(part, path) if part else [invalid(path, value, _DNS_SUBDOMAIN_MSG)]
+        )
     return errors
 
 

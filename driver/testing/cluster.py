@@ -44,9 +44,11 @@ class PluginProcess:
         self.args = args
         self.log_path = log_path
         with open(log_path, "ab") as log:
-            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            self.process = subprocess.Popen(
                 [sys.executable, "-m", "driver", "run", *args],
-                env=env, stdout=log, stderr=subprocess.STDOUT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     @property
@@ -67,15 +69,22 @@ class PluginProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-            raise RuntimeError(f"plugin pid {self.pid} ignored {signal.Signals(sig).name}; "
-                               f"log:\n{self.log()}") from None
+            raise RuntimeError(
+                f"plugin pid {self.pid} ignored {signal.Signals(sig).name}; log:\n{self.log()}"
+            ) from None
 
 
 class LocalCluster:
     """One node of a DRA cluster, in one directory. A context manager."""
 
-    def __init__(self, workdir: str | Path, *, node_name: str = "node-1",
-                 driver_name: str = DRIVER, apiserver: APIServer | None = None) -> None:
+    def __init__(
+        self,
+        workdir: str | Path,
+        *,
+        node_name: str = "node-1",
+        driver_name: str = DRIVER,
+        apiserver: APIServer | None = None,
+    ) -> None:
         self.workdir = Path(workdir)
         self.node_name = node_name
         self.driver_name = driver_name
@@ -107,9 +116,13 @@ class LocalCluster:
         self.resource = client.ResourceV1Api(self.api_client)
         self.core.create_node({"metadata": {"name": self.node_name}})
         for kind in ("gpu", "nic"):
-            self.resource.create_device_class(device_class(
-                f"{kind}.{self.driver_name}", self.driver_name,
-                selectors=(f'device.attributes["{self.driver_name}"].type == "{kind}"',)))
+            self.resource.create_device_class(
+                device_class(
+                    f"{kind}.{self.driver_name}",
+                    self.driver_name,
+                    selectors=(f'device.attributes["{self.driver_name}"].type == "{kind}"',),
+                )
+            )
         self.kubelet = KubeletEmulator(str(self.registrar_dir))
         self.allocator = Allocator(self.api_client, node_name=self.node_name)
 
@@ -131,47 +144,77 @@ class LocalCluster:
         """The plugin's data directory (DRA socket, claim records)."""
         return self.plugins_dir / self.driver_name
 
-    def plugin_args(self, *, profile: str = "gpu", num_devices: int = 8,
-                    extra: Sequence[str] = ()) -> list[str]:
+    def plugin_args(
+        self, *, profile: str = "gpu", num_devices: int = 8, extra: Sequence[str] = ()
+    ) -> list[str]:
         """The `simdra run` arguments this node's plugin gets."""
         return [
-            "--node-name", self.node_name,
-            "--driver-name", self.driver_name,
-            "--kubeconfig", str(self.kubeconfig),
-            "--kubelet-registrar-directory-path", str(self.registrar_dir),
-            "--kubelet-plugins-directory-path", str(self.plugins_dir),
-            "--cdi-root", str(self.cdi_root),
-            "--device-profile", profile,
-            "--num-devices", str(num_devices),
+            "--node-name",
+            self.node_name,
+            "--driver-name",
+            self.driver_name,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--kubelet-registrar-directory-path",
+            str(self.registrar_dir),
+            "--kubelet-plugins-directory-path",
+            str(self.plugins_dir),
+            "--cdi-root",
+            str(self.cdi_root),
+            "--device-profile",
+            profile,
+            "--num-devices",
+            str(num_devices),
             *extra,
         ]
 
-    def start_plugin(self, *, profile: str = "gpu", num_devices: int = 8,
-                     extra: Sequence[str] = (), wait: bool = True,
-                     timeout: float = 30.0) -> PluginProcess:
+    def start_plugin(
+        self,
+        *,
+        profile: str = "gpu",
+        num_devices: int = 8,
+        extra: Sequence[str] = (),
+        wait: bool = True,
+        timeout: float = 30.0,
+    ) -> PluginProcess:
         """Start `simdra run` for this node; by default wait until it is registered with
         the kubelet emulator and its slices are published."""
         env = {k: v for k, v in os.environ.items() if k not in _PLUGIN_ENV}
         args = self.plugin_args(profile=profile, num_devices=num_devices, extra=extra)
+        # A socket left by a killed predecessor must not count as this plugin's.
+        leftover = _identity(self.registration_socket)
         plugin = PluginProcess(args, env, self.workdir / f"plugin-{len(self._plugins)}.log")
         self._plugins.append(plugin)
         if wait:
-            self.wait_ready(plugin, timeout)
+            self.wait_ready(plugin, timeout, not_socket=leftover)
         return plugin
 
-    def wait_ready(self, plugin: PluginProcess, timeout: float = 30.0) -> None:
-        """Wait until the plugin is registered and has published at least one slice."""
+    @property
+    def registration_socket(self) -> Path:
+        """Where the plugin (without --pod-uid) creates its registration socket."""
+        return self.registrar_dir / f"{self.driver_name}-reg.sock"
+
+    def wait_ready(
+        self,
+        plugin: PluginProcess,
+        timeout: float = 30.0,
+        not_socket: tuple[int, int] | None = None,
+    ) -> None:
+        """Wait until the plugin is registered and its pools are completely published;
+        `not_socket` is the identity of a stale registration socket to wait past."""
         assert self.kubelet is not None
         deadline = time.monotonic() + timeout
         while True:
             if plugin.process.poll() is not None:
-                raise RuntimeError(f"plugin exited with {plugin.process.returncode}; "
-                                   f"log:\n{plugin.log()}")
+                raise RuntimeError(
+                    f"plugin exited with {plugin.process.returncode}; log:\n{plugin.log()}"
+                )
             try:
+                fresh = not_socket is None or _identity(self.registration_socket) != not_socket
                 self.kubelet.wait_for_plugin(self.driver_name, timeout=0.2)
-                if self.complete_pools():
+                if fresh and self.complete_pools():
                     return
-            except Exception:  # noqa: BLE001 - keep polling until the deadline
+            except Exception:
                 if time.monotonic() > deadline:
                     raise
             if time.monotonic() > deadline:
@@ -182,9 +225,12 @@ class LocalCluster:
 
     def slices(self) -> list[JSON]:
         """Our driver's ResourceSlices on this node, as stored, sorted by name."""
-        return [s for s in self.api.objects("resourceslices")
-                if s["spec"].get("driver") == self.driver_name
-                and s["spec"].get("nodeName") == self.node_name]
+        return [
+            s
+            for s in self.api.objects("resourceslices")
+            if s["spec"].get("driver") == self.driver_name
+            and s["spec"].get("nodeName") == self.node_name
+        ]
 
     def complete_pools(self) -> dict[str, list[JSON]]:
         """Pool name -> slices, for pools whose newest generation is completely published."""
@@ -201,22 +247,37 @@ class LocalCluster:
 
     def published_devices(self) -> dict[str, JSON]:
         """Device name -> device JSON over all complete pools."""
-        return {d["name"]: d for items in self.complete_pools().values()
-                for s in items for d in s["spec"].get("devices", [])}
+        return {
+            d["name"]: d
+            for items in self.complete_pools().values()
+            for s in items
+            for d in s["spec"].get("devices", [])
+        }
 
-    def create_claim(self, name: str, *requests: JSON, namespace: str = "default",
-                     config: list[JSON] | None = None) -> JSON:
+    def create_claim(
+        self,
+        name: str,
+        *requests: JSON,
+        namespace: str = "default",
+        config: list[JSON] | None = None,
+    ) -> JSON:
         """Create a ResourceClaim with these requests (see allocation.builders.exactly)."""
         body = claim_json(name, *requests, namespace=namespace, config=config)
         body["metadata"].pop("uid")  # the server assigns it
         response = self.resource.create_namespaced_resource_claim(
-            namespace, body, _preload_content=False)
+            namespace, body, _preload_content=False
+        )
         return json.loads(response.data)
 
     def allocate(self, name: str, namespace: str = "default") -> JSON:
         """Allocate the claim on this node and reserve it for a pod, as the scheduler does."""
-        return self.allocator.allocate(namespace, name, pod_name=f"pod-{name}",
-                                       pod_uid=f"pod-uid-{name}", node_name=self.node_name)
+        return self.allocator.allocate(
+            namespace,
+            name,
+            pod_name=f"pod-{name}",
+            pod_uid=f"pod-uid-{name}",
+            node_name=self.node_name,
+        )
 
     def claim_ref(self, name: str, namespace: str = "default") -> ClaimRef:
         """The (namespace, name, uid) the kubelet would send for a claim."""
@@ -230,8 +291,9 @@ class LocalCluster:
     def prepare(self, *names: str, version: str | None = None) -> dict[str, JSON]:
         """NodePrepareResources for these claims through the kubelet emulator."""
         assert self.kubelet is not None
-        return self.kubelet.prepare([self.claim_ref(n) for n in names],
-                                    driver_name=self.driver_name, version=version)
+        return self.kubelet.prepare(
+            [self.claim_ref(n) for n in names], driver_name=self.driver_name, version=version
+        )
 
     def unprepare(self, *refs: ClaimRef, version: str | None = None) -> dict[str, JSON]:
         """NodeUnprepareResources for these claims through the kubelet emulator."""
@@ -239,9 +301,27 @@ class LocalCluster:
         return self.kubelet.unprepare(list(refs), driver_name=self.driver_name, version=version)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
+
+
 # Settings of the calling environment that must not leak into the plugin under test.
 _PLUGIN_ENV = {
-    "NODE_NAME", "DRIVER_NAME", "KUBECONFIG", "KUBELET_REGISTRAR_DIRECTORY_PATH",
-    "KUBELET_PLUGINS_DIRECTORY_PATH", "CDI_ROOT", "DEVICE_BACKEND", "DEVICE_PROFILE",
-    "NUM_DEVICES", "POD_UID", "HEALTHCHECK_PORT", "METRICS_PORT", "SYSFS_ROOT",
+    "NODE_NAME",
+    "DRIVER_NAME",
+    "KUBECONFIG",
+    "KUBELET_REGISTRAR_DIRECTORY_PATH",
+    "KUBELET_PLUGINS_DIRECTORY_PATH",
+    "CDI_ROOT",
+    "DEVICE_BACKEND",
+    "DEVICE_PROFILE",
+    "NUM_DEVICES",
+    "POD_UID",
+    "HEALTHCHECK_PORT",
+    "METRICS_PORT",
+    "SYSFS_ROOT",
 }

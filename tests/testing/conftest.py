@@ -82,9 +82,11 @@ def claim_body(name: str = "claim-1", namespace: str = "default") -> dict[str, A
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"devices": {"requests": [
-            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}
-        ]}},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]
+            }
+        },
     }
 
 
@@ -113,9 +115,9 @@ RawCall = Callable[..., tuple[int, dict[str, Any], dict[str, str]]]
 def raw(server: APIServer) -> RawCall:
     """Plain HTTP calls that bypass the client's own model checks: (status, JSON, headers)."""
 
-    def call(method: str, path: str, body: Any = None,
-             content_type: str = "application/json") -> tuple[int, dict[str, Any],
-                                                               dict[str, str]]:
+    def call(
+        method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
         try:
             data = json.dumps(body).encode() if body is not None else None

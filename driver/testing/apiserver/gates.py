@@ -133,7 +133,14 @@ def drop_disabled_fields(
     if rules is None or not disabled:
         return new
     uses, drop = rules
-    wanted = [g for g in disabled if uses(new, g) and not (old is not None and uses(old, g))]
+    if not gates.get("DRAResourceClaimDeviceStatus", True):
+        # Binding conditions need both gates (they are reported in claim status.devices).
+        disabled.append("DRADeviceBindingConditions")
+    wanted = [
+        g
+        for g in dict.fromkeys(disabled)
+        if uses(new, g) and not (old is not None and uses(old, g))
+    ]
     if not wanted:
         return new
     new = copy.deepcopy(new)

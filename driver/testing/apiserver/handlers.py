@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driver.testing.apiserver import errors, lifecycle, patch, routes
+from driver.testing.apiserver.defaults import apply_defaults
 from driver.testing.apiserver.errors import APIError
 from driver.testing.apiserver.faults import Faults, Request, RequestLog
 from driver.testing.apiserver.gates import DEFAULT_GATES, drop_disabled_fields
@@ -176,7 +177,7 @@ class API:
 
     def _create(self, route: Route, request: HTTPRequest) -> Reply:
         r = route.resource
-        obj = lifecycle.normalize(r, self._body(request), route.namespace)
+        obj = apply_defaults(r.plural, lifecycle.normalize(r, self._body(request), route.namespace))
         generated = not obj["metadata"].get("name")
         obj = drop_disabled_fields(r.plural, obj, None, self.config.feature_gates)
         obj = lifecycle.prepare_create(r, obj)
@@ -194,6 +195,7 @@ class API:
 
     def _update(self, route: Route, request: HTTPRequest) -> Reply:
         body = lifecycle.normalize(route.resource, self._body(request), route.namespace)
+        body = apply_defaults(route.resource.plural, body)
         conditional = bool(body["metadata"].get("resourceVersion"))
         for _ in range(_RETRIES):
             try:
@@ -210,6 +212,7 @@ class API:
             current = self._current(route)
             patched = patch.apply_patch(request.content_type, current, operations)
             body = lifecycle.normalize(route.resource, patched, route.namespace)
+            body = apply_defaults(route.resource.plural, body)
             # A patch that sets metadata.resourceVersion is a precondition; others retry.
             conditional = (
                 body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]

@@ -211,6 +211,30 @@ def validation_errors(
     errors += dns_subdomain_errors(obj["metadata"].get("name"), "metadata.name")
     if current is not None and resource.immutable_spec and obj.get("spec") != current.get("spec"):
         errors.append(invalid("spec", "<spec>", "field is immutable"))
+    if resource.plural == "resourceclaims":
+        errors += claim_status_errors(obj, current)
+    return errors
+
+
+def claim_status_errors(claim: JSON, current: JSON | None) -> list[FieldError]:
+    """A set allocation cannot change, and status.devices may only name allocated devices."""
+    status = claim.get("status") or {}
+    allocation = status.get("allocation")
+    errors = []
+    before = ((current or {}).get("status") or {}).get("allocation")
+    if before is not None and allocation is not None and allocation != before:
+        errors.append(invalid("status.allocation", "<allocation>", "field is immutable"))
+    results = ((allocation or {}).get("devices") or {}).get("results") or []
+    allocated = {
+        (r.get("driver"), r.get("pool"), r.get("device"), r.get("shareID")) for r in results
+    }
+    for i, entry in enumerate(status.get("devices") or []):
+        key = (entry.get("driver"), entry.get("pool"), entry.get("device"), entry.get("shareID"))
+        if key not in allocated:
+            shown = "/".join(str(k) for k in key if k is not None)
+            errors.append(
+                invalid(f"status.devices[{i}]", shown, "must be an allocated device in the claim")
+            )
     return errors
 
 

@@ -36,6 +36,9 @@ JSON = dict[str, Any]
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked watch streams
+    # Headers and body go out in separate writes; with Nagle on, each answer would wait
+    # for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
     server: _Server
 
     def do_GET(self) -> None:

@@ -1,0 +1,152 @@
+"""`simdra demo`: one node end to end, printed for a person to read.
+
+Starts the API stand-in, the plugin with fake GPUs and NICs (a real child process), and
+the kubelet emulator; publishes, allocates a GPU claim and two claims sharing one NIC,
+prepares them over the kubelet's v1 API, shows the CDI spec, unprepares and stops.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from driver.testing.allocation.builders import exactly
+from driver.testing.cluster import LocalCluster
+
+JSON = dict[str, Any]
+
+
+def run_demo(keep: bool = False) -> int:
+    """Run the demo; returns 0 when every step worked."""
+    # Short path: unix socket paths must stay under 108 bytes.
+    workdir = Path(tempfile.mkdtemp(prefix="simdra-demo-", dir="/tmp"))
+    try:
+        with LocalCluster(workdir, node_name="demo-node") as cluster:
+            _demo(cluster)
+    finally:
+        if keep:
+            print(f"\nfiles kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def _demo(cluster: LocalCluster) -> None:
+    _title(f"simdra demo: node {cluster.node_name}, driver {cluster.driver_name}")
+    print(f"API stand-in {cluster.api.url}; work directory {cluster.workdir}")
+
+    _title("1. Plugin started and registered with the kubelet")
+    plugin = cluster.start_plugin(profile="gpu,nic", num_devices=2)
+    assert cluster.kubelet is not None
+    instance = cluster.kubelet.plugin(cluster.driver_name)
+    print(f"pid {plugin.pid}; DRA socket {instance.endpoint}")
+    print(
+        f"advertised services: {', '.join(instance.supported_versions)}; "
+        f"the kubelet uses {instance.dra_version}"
+    )
+
+    _title("2. Published ResourceSlices")
+    for pool, items in cluster.complete_pools().items():
+        for item in items:
+            spec = item["spec"]
+            print(
+                f"slice {item['metadata']['name']}: pool {pool}, generation "
+                f"{spec['pool']['generation']}, {spec['pool']['resourceSliceCount']} slice(s)"
+            )
+            print(format_devices(spec.get("devices", [])))
+
+    _title("3. Claims allocated by the scheduler stand-in")
+    nic_request = {"capacity": {"requests": {"bandwidth": "1G"}}}
+    claims = {
+        "gpu-claim": exactly("gpu", f"gpu.{cluster.driver_name}"),
+        "web-a": exactly("net", f"nic.{cluster.driver_name}", **nic_request),
+        "web-b": exactly("net", f"nic.{cluster.driver_name}", **nic_request),
+    }
+    for name, request in claims.items():
+        cluster.create_claim(name, request)
+        allocated = cluster.allocate(name)
+        for result in allocated["status"]["allocation"]["devices"]["results"]:
+            print(f"default/{name}: {format_result(result)}")
+
+    _title("4. NodePrepareResources (kubelet -> plugin, DRA v1)")
+    answer = cluster.prepare(*claims, version="v1")
+    refs = {ref.uid: ref for ref in (cluster.claim_ref(n) for n in claims)}
+    for uid, entry in answer.items():
+        print(f"claim {refs[uid].name} ({uid}):")
+        if entry["error"]:
+            raise RuntimeError(f"prepare of {refs[uid].name} failed: {entry['error']}")
+        for device in entry["devices"]:
+            share = f", share {device['share_id']}" if device["share_id"] else ""
+            print(
+                f"  {device['pool_name']}/{device['device_name']} for "
+                f"{','.join(device['request_names'])}{share}"
+            )
+            for cdi_id in device["cdi_device_ids"]:
+                print(f"    CDI device {cdi_id}")
+
+    _title("5. CDI spec written for claim web-a")
+    web_a = refs_by_name(refs)["web-a"]
+    spec_path = next(cluster.cdi_root.glob(f"*_{web_a.uid}.json"))
+    print(spec_path)
+    print(json.dumps(json.loads(spec_path.read_text()), indent=2))
+
+    _title("6. NodeUnprepareResources")
+    unprepared = cluster.unprepare(*refs.values(), version="v1")
+    failed = {uid: e["error"] for uid, e in unprepared.items() if e["error"]}
+    if failed:
+        raise RuntimeError(f"unprepare failed: {failed}")
+    left = sorted(p.name for p in cluster.cdi_root.iterdir())
+    print(f"unprepared {len(unprepared)} claims; CDI spec files left: {left or 'none'}")
+
+    _title("7. Plugin stopped with SIGTERM")
+    code = plugin.stop(signal.SIGTERM)
+    sockets = sorted(str(p) for p in cluster.workdir.rglob("*.sock"))
+    print(f"exit code {code}; sockets left: {sockets or 'none'}")
+    if code != 0 or sockets:
+        raise RuntimeError("the plugin did not shut down cleanly")
+
+
+def format_devices(devices: list[JSON]) -> str:
+    """A table of devices: name, type, shared, capacities."""
+    rows = [("DEVICE", "TYPE", "SHARED", "CAPACITY")]
+    for device in devices:
+        kind = device.get("attributes", {}).get("type", {}).get("string", "?")
+        shared = "yes" if device.get("allowMultipleAllocations") else "no"
+        capacity = ", ".join(_capacity(n, c) for n, c in device.get("capacity", {}).items())
+        rows.append((device["name"], kind, shared, capacity))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[3]
+        for r in rows
+    )
+
+
+def _capacity(name: str, entry: JSON) -> str:
+    policy = entry.get("requestPolicy")
+    if not policy:
+        return f"{name}={entry['value']}"
+    bounds = policy.get("validRange", {})
+    rules = [f"default {policy.get('default')}"] + [f"{k} {v}" for k, v in bounds.items()]
+    return f"{name}={entry['value']} ({', '.join(rules)})"
+
+
+def format_result(result: JSON) -> str:
+    """One allocation result as `request -> pool/device [share, consumed]`."""
+    text = f"request {result['request']} -> {result['pool']}/{result['device']}"
+    if result.get("shareID"):
+        consumed = ", ".join(f"{k}={v}" for k, v in result.get("consumedCapacity", {}).items())
+        text += f" (share {result['shareID']}, consumes {consumed})"
+    return text
+
+
+def refs_by_name(refs: dict[str, Any]) -> dict[str, Any]:
+    """Claim name -> ClaimRef."""
+    return {ref.name: ref for ref in refs.values()}
+
+
+def _title(text: str) -> None:
+    print(f"\n== {text}")
