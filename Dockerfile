@@ -1,17 +1,39 @@
-# simdra node image: the DRA kubelet plugin, run as `simdra run` by the DaemonSet.
-FROM python:3.12-slim AS build
+# syntax=docker/dockerfile:1
+# simdra node image: the DRA kubelet plugin, run as `simdra run` by the DaemonSet
+# (deploy/). Build from the repository root:  docker build -t simdra:latest .
+#
+# Both stages use the same base image: the virtual environment built in the first stage
+# links to that image's Python, so the runtime stage must have the very same one.
+# tests/deploy/test_image_install.py replays the build stage without Docker.
+ARG PYTHON_IMAGE=python:3.12-slim-bookworm
+ARG VENV=/opt/simdra
+
+FROM ${PYTHON_IMAGE} AS build
+ARG VENV
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY driver ./driver
-RUN python -m venv /opt/simdra \
- && /opt/simdra/bin/pip install --no-cache-dir --upgrade pip \
- && /opt/simdra/bin/pip install --no-cache-dir .
+# Dependencies come from pyproject.toml only (no ad-hoc installs). pip is removed
+# afterwards: the runtime image never installs anything.
+RUN python -m venv "$VENV" \
+ && "$VENV/bin/pip" install --prefer-binary . \
+ && "$VENV/bin/pip" uninstall --yes pip
 
-FROM python:3.12-slim
+FROM ${PYTHON_IMAGE}
+ARG VENV
+ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="simdra" \
       org.opencontainers.image.description="Kubernetes DRA kubelet plugin (fake and sysfs devices)" \
+      org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.source="https://example.invalid/simdra"
-COPY --from=build /opt/simdra /opt/simdra
-ENV PATH=/opt/simdra/bin:$PATH PYTHONUNBUFFERED=1
+COPY --from=build ${VENV} ${VENV}
+ENV PATH=${VENV}/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+# Runs as root: the kubelet's plugin and registration directories on the host are
+# root-owned. The DaemonSet drops every capability it does not need.
+USER 0
 ENTRYPOINT ["simdra", "run"]

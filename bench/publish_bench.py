@@ -141,13 +141,12 @@ def run(size: int, quiet_seconds: float) -> None:
     stand_in = StandIn()
     me = psutil.Process()
     try:
-        rss_before = me.memory_info().rss
-        inv = inventory(size)
         client = _client(stand_in.url)
+        rss_before = me.memory_info().rss
         slices = math.ceil(size / 128)
 
         start = time.perf_counter()
-        publisher = Publisher(client, DRIVER, NODE, inv)
+        publisher = Publisher(client, DRIVER, NODE, inventory(size))
         publisher.start()
         if not publisher.wait_synced(300):
             raise SystemExit("publisher did not sync within 300 s")
@@ -175,7 +174,7 @@ def run(size: int, quiet_seconds: float) -> None:
         print(f"all deleted:      {took:8.3f} s   to republish, writes {writes}")
         rss = me.memory_info().rss
         print(f"RSS:              {rss / 2**20:8.1f} MiB (+{(rss - rss_before) / 2**20:.1f} MiB "
-              "for inventory, publisher, client)")
+              "for the inventory and the publisher's state)")
 
         publisher.stop()
         stand_in.ask("reset")

@@ -7,7 +7,7 @@ some of them behind. With a single class, prepare writes one file and unprepare 
 one file whose name follows from the claim UID alone (`<vendor>-device_<uid>.json`, the
 DRA transient-spec convention), which is what makes cleanup possible even when the
 claim's checkpoint record is lost or corrupt. The device type still reaches the workload
-through an env var (see `plan.py`).
+through env vars (see `env.py`).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ class Checkpoint:
     """The claim records in one data directory."""
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
-        self.directory = Path(data_dir) / "claims"
+        self.directory = records_directory(data_dir)
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def path_for(self, claim_uid: str) -> Path:
@@ -90,20 +90,52 @@ class Checkpoint:
             remove_durable(path)
         return stale
 
+    def signature(self) -> tuple[tuple[str, int, int, int], ...]:
+        """(name, inode, mtime, size) of every record file: changes whenever any record is
+        written, replaced or removed (atomic replaces give a new inode), at the cost of a
+        listing and a stat per record, without reading them."""
+        entries = []
+        for path in self.directory.iterdir():
+            if path.name.startswith(".") or not path.name.endswith(RECORD_SUFFIX):
+                continue
+            try:
+                info = path.stat()
+            except FileNotFoundError:
+                continue
+            entries.append((path.name, info.st_ino, info.st_mtime_ns, info.st_size))
+        return tuple(sorted(entries))
+
     def load_all(self) -> tuple[dict[str, PreparedClaim], list[CorruptRecord]]:
         """Every valid record by claim UID, and every record file that is not valid."""
-        records: dict[str, PreparedClaim] = {}
-        problems: list[CorruptRecord] = []
-        for path in sorted(self.directory.iterdir()):
-            name = path.name
-            if name.startswith(".") or not name.endswith(RECORD_SUFFIX):
-                continue  # temp files of interrupted writes, quarantined records
-            uid = name[: -len(RECORD_SUFFIX)]
-            try:
-                records[uid] = _read(path, uid)
-            except (OSError, ValueError) as exc:
-                problems.append(CorruptRecord(uid, path, str(exc)))
-        return records, problems
+        return read_records(self.directory)
+
+
+def records_directory(data_dir: str | os.PathLike[str]) -> Path:
+    """Where the records of a data directory are (without creating anything)."""
+    return Path(data_dir) / "claims"
+
+
+def read_records(directory: Path) -> tuple[dict[str, PreparedClaim], list[CorruptRecord]]:
+    """Every valid record in `directory` by claim UID, and every record file that is not.
+
+    Read-only and lock-free: records are replaced by atomic renames, so each file read is
+    a whole record; a record removed while listing is skipped. Other processes (e.g.
+    `simdra usage`) may call this next to a running plugin.
+    """
+    records: dict[str, PreparedClaim] = {}
+    problems: list[CorruptRecord] = []
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if name.startswith(".") or not name.endswith(RECORD_SUFFIX):
+            continue  # temp files of interrupted writes, quarantined records
+        uid = name[: -len(RECORD_SUFFIX)]
+        try:
+            records[uid] = _read(path, uid)
+        except FileNotFoundError:
+            continue  # unprepared between listing and reading
+        except (OSError, ValueError) as exc:
+            problems.append(CorruptRecord(uid, path, str(exc)))
+    return records, problems
 
 
 def encode_record(claim: PreparedClaim) -> bytes:

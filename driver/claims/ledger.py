@@ -1,22 +1,33 @@
 """Capacity ledger: which claims hold which devices and shares on this node (pure).
 
 Defence in depth (facts 2.3): the scheduler should never hand out an exclusive device
-twice or overbook a shared one, but the node checks before it prepares. Admin access
-results are monitoring access (facts 5.2): they consume nothing and block nobody.
-The ledger holds no state of its own that the checkpoint lacks; after a restart it is
-rebuilt from the checkpoint records.
+twice, overbook a shared one or overdraw a pool's shared counters, but the node checks
+before it prepares. Three rules:
+
+* an exclusive device is prepared for at most one claim;
+* per capacity, the consumedCapacity of all prepared shares of a device stays within the
+  device's capacity;
+* per counter, the counters consumed by the devices in use stay within the pool's
+  counter set (facts 4.4: a device consumes its counters once while it is allocated at
+  all, however many shares it has, as the scheduler counts them). This is what keeps a
+  whole partitionable GPU from being prepared while one of its partitions is.
+
+Admin access results are monitoring access (facts 5.2): they consume nothing and block
+nobody. The ledger holds no state of its own that the checkpoint lacks; after a restart
+it is rebuilt from the checkpoint records, which carry every amount it needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from driver.claims.errors import quantity_text
 from driver.claims.plan import PreparedClaim, PreparedUnit
 
 DeviceKey = tuple[str, str]  # (pool, device)
+CounterKey = tuple[str, str]  # (pool, counter set)
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,7 @@ class LedgerEntry:
     exclusive: bool
     admin_access: bool
     consumed: Mapping[str, Fraction]
+    counters: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # set -> c
 
     @property
     def counts(self) -> bool:
@@ -41,6 +53,7 @@ class CapacityLedger:
     def __init__(self) -> None:
         self._by_device: dict[DeviceKey, list[LedgerEntry]] = {}
         self._devices_of_claim: dict[str, set[DeviceKey]] = {}
+        self._counter_totals: dict[CounterKey, dict[str, Fraction]] = {}
 
     @classmethod
     def rebuild(cls, claims: Iterable[PreparedClaim]) -> CapacityLedger:
@@ -57,9 +70,32 @@ class CapacityLedger:
         """Every unit prepared on a device, in the order they were added."""
         return tuple(self._by_device.get((pool, device), ()))
 
+    def devices(self) -> list[DeviceKey]:
+        """Every (pool, device) with at least one prepared unit, sorted."""
+        return sorted(self._by_device)
+
     def used(self, pool: str, device: str) -> dict[str, Fraction]:
         """Capacity name -> amount consumed on a device by all counting shares."""
         return _sum(e.consumed for e in self.entries(pool, device) if e.counts)
+
+    def counter_sets(self) -> list[CounterKey]:
+        """Every (pool, counter set) some prepared unit consumes from, sorted."""
+        return sorted(self._counter_totals)
+
+    def counter_total(self, pool: str, counter_set: str) -> dict[str, Fraction]:
+        """The counters of a set as last recorded by a prepared unit ({} if unknown)."""
+        return dict(self._counter_totals.get((pool, counter_set), {}))
+
+    def counters_used(self, pool: str, exclude_claim: str | None = None) -> _CounterUse:
+        """Per counter set of `pool`: counter -> amount consumed by devices in use, and
+        the devices consuming (optionally leaving out one claim's units)."""
+        return _counter_use(
+            {
+                device: [e for e in entries if e.counts and e.claim_uid != exclude_claim]
+                for (p, device), entries in self._by_device.items()
+                if p == pool
+            }
+        )
 
     def check(self, claim: PreparedClaim) -> list[str]:
         """Why `claim` cannot be prepared next to the claims already here (empty: it can).
@@ -77,6 +113,40 @@ class CapacityLedger:
             ]
             problems.extend(_exclusivity_problems(pool, device, units, others))
             problems.extend(_capacity_problems(pool, device, units, others))
+        for pool in dict.fromkeys(pool for pool, _ in by_device):
+            problems.extend(self._counter_problems(pool, claim, by_device))
+        return problems
+
+    def _counter_problems(
+        self, pool: str, claim: PreparedClaim, by_device: Mapping[DeviceKey, list[PreparedUnit]]
+    ) -> list[str]:
+        in_use = self.counters_used(pool, exclude_claim=claim.claim.uid)
+        asked: dict[str, dict[str, Fraction]] = {}
+        askers: dict[str, list[str]] = {}
+        totals: dict[str, Mapping[str, Fraction]] = {}
+        for (unit_pool, device), units in by_device.items():
+            if unit_pool != pool or device in in_use.devices:
+                continue  # already counted once for the claims using it
+            for name, amounts in units[0].consumes_counters.items():
+                _add(asked.setdefault(name, {}), amounts)
+                askers.setdefault(name, []).append(device)
+                totals[name] = units[0].counter_totals.get(name, {})
+        problems = []
+        for name in sorted(asked):
+            used = in_use.amounts.get(name, {})
+            for counter in sorted(asked[name]):
+                limit = totals[name].get(counter, Fraction(0))
+                in_set = used.get(counter, Fraction(0))
+                if in_set + asked[name][counter] <= limit:
+                    continue
+                holders = ", ".join(in_use.consumers.get(name, [])) or "none"
+                problems.append(
+                    f"pool {pool} counter set {name} counter {counter}: total "
+                    f"{quantity_text(limit)}, used {quantity_text(in_set)} by device(s) "
+                    f"{holders}, asked {quantity_text(asked[name][counter])} by device(s) "
+                    f"{', '.join(askers[name])}: "
+                    f"{quantity_text(in_set + asked[name][counter] - limit)} over"
+                )
         return problems
 
     def add(self, claim: PreparedClaim) -> None:
@@ -90,9 +160,12 @@ class CapacityLedger:
                 exclusive=unit.exclusive,
                 admin_access=unit.admin_access,
                 consumed=dict(unit.consumed_capacity),
+                counters={n: dict(a) for n, a in unit.consumes_counters.items()},
             )
             self._by_device.setdefault((unit.pool, unit.device), []).append(entry)
             keys.add((unit.pool, unit.device))
+            for name, total in unit.counter_totals.items():
+                self._counter_totals[(unit.pool, name)] = dict(total)
         self._devices_of_claim[claim.claim.uid] = keys
 
     def remove(self, claim_uid: str) -> None:
@@ -142,6 +215,34 @@ def _capacity_problems(
                 f"{quantity_text(in_use + asked[name] - limit)} over capacity"
             )
     return problems
+
+
+@dataclass(frozen=True)
+class _CounterUse:
+    """Counters consumed in one pool by the devices in use."""
+
+    amounts: dict[str, dict[str, Fraction]]  # counter set -> counter -> amount
+    consumers: dict[str, list[str]]  # counter set -> devices consuming from it
+    devices: frozenset[str]  # every device in use, with or without counters
+
+
+def _counter_use(entries_by_device: Mapping[str, list[LedgerEntry]]) -> _CounterUse:
+    amounts: dict[str, dict[str, Fraction]] = {}
+    consumers: dict[str, list[str]] = {}
+    in_use = set()
+    for device, entries in sorted(entries_by_device.items()):
+        if not entries:
+            continue
+        in_use.add(device)
+        for name, counters in entries[0].counters.items():
+            _add(amounts.setdefault(name, {}), counters)
+            consumers.setdefault(name, []).append(device)
+    return _CounterUse(amounts, consumers, frozenset(in_use))
+
+
+def _add(into: dict[str, Fraction], amounts: Mapping[str, Fraction]) -> None:
+    for name, value in amounts.items():
+        into[name] = into.get(name, Fraction(0)) + value
 
 
 def _sum(amounts: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:

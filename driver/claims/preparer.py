@@ -11,6 +11,11 @@ record) explains. On start the preparer removes CDI files without a record (cras
 leftovers), rewrites missing CDI files of recorded claims, and drops temp files of
 interrupted writes. The in-memory records and ledger mirror the checkpoint: they are
 updated right after the record is written or removed.
+
+Two instances may share the directories during a rolling update (facts 6.1), serialized
+by a file lock. Each call therefore starts, inside the serialized section, by checking
+whether the records changed since this instance last looked (a listing and a stat per
+record) and reloads them and the ledger if another instance wrote or removed any.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Protocol
 
 from driver.atomicfile import TEMP_SUFFIX, remove_durable, safe_child, write_atomic
 from driver.claims.allocation import parse_claim
@@ -40,13 +46,30 @@ Serializer = Callable[[], AbstractContextManager[object]]
 FaultHook = Callable[[str], None]
 
 
+class StatusWriter(Protocol):
+    """Publishes prepared claims in their `status.devices` (see `driver.claims.status`).
+
+    Called inside the serialized section after the claim's files are in place; must not
+    raise for API failures (the preparer logs and ignores anything that escapes).
+    """
+
+    def prepared(self, claim: PreparedClaim) -> None:
+        """The claim is prepared (newly, or again with its recorded answer)."""
+        ...
+
+    def unprepared(self, ref: ClaimRef) -> None:
+        """The claim is unprepared (or was never prepared here)."""
+        ...
+
+
 class Preparer:
     """Implements `ClaimPreparer` over a CDI directory and a data directory.
 
     `serialize` returns the context manager that makes prepare/unprepare calls mutually
     exclusive (default: a process-local lock; a file lock for rolling updates can be
     passed in). `fault` is called with the step name before every side effect; tests
-    use it to simulate a crash at that point.
+    use it to simulate a crash at that point. `status_writer` (None: feature off) is told
+    about every successful prepare and unprepare, so the claims' `status.devices` follow.
     """
 
     def __init__(
@@ -59,6 +82,7 @@ class Preparer:
         *,
         serialize: Serializer | None = None,
         fault: FaultHook | None = None,
+        status_writer: StatusWriter | None = None,
     ) -> None:
         self._driver = driver_name
         self._source = source
@@ -70,19 +94,22 @@ class Preparer:
         lock = threading.Lock()
         self._serialize: Serializer = serialize or (lambda: lock)
         self._fault: FaultHook = fault or (lambda step: None)
+        self._status_writer = status_writer
         self._records: dict[str, PreparedClaim] = {}
         self._corrupt: dict[str, CorruptRecord] = {}
         self._ledger = CapacityLedger()
+        self._signature: tuple[tuple[str, int, int, int], ...] = ()
         with self._serialize():
             self._recover()
+            self._signature = self._checkpoint.signature()
 
     @property
     def ledger(self) -> CapacityLedger:
-        """The capacity ledger (read it, do not change it)."""
+        """The capacity ledger as of the last call (read it, do not change it)."""
         return self._ledger
 
     def prepared(self) -> dict[str, PreparedClaim]:
-        """The prepared claims by UID, as recorded in the checkpoint."""
+        """The prepared claims by UID, as recorded in the checkpoint at the last call."""
         return dict(self._records)
 
     def corrupt_records(self) -> list[CorruptRecord]:
@@ -92,27 +119,46 @@ class Preparer:
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         """Prepare each claim on its own; every requested UID gets exactly one answer."""
         with self._serialize():
-            return {ref.uid: self._prepare_one(ref) for ref in claims}
+            self._refresh()
+            try:
+                return {ref.uid: self._prepare_one(ref) for ref in claims}
+            finally:
+                self._signature = self._checkpoint.signature()
 
     def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
         """Unprepare each claim from persisted state alone; unknown UIDs succeed."""
         with self._serialize():
-            return {ref.uid: self._unprepare_one(ref) for ref in claims}
+            self._refresh()
+            try:
+                return {ref.uid: self._unprepare_one(ref) for ref in claims}
+            finally:
+                self._signature = self._checkpoint.signature()
+
+    def _refresh(self) -> None:
+        """Reload the records if another instance changed them since our last call."""
+        signature = self._checkpoint.signature()
+        if signature == self._signature:
+            return
+        log.info("checkpoint changed by another instance; reloading the claim records")
+        self._load_records()
+        self._signature = signature
 
     # --- prepare ------------------------------------------------------------------
 
     def _prepare_one(self, ref: ClaimRef) -> PrepareResult:
         progress = _Progress("check claim uid")
         try:
-            return self._prepare_claim(ref, progress)
+            prepared = self._prepare_claim(ref, progress)
         except ClaimError as exc:
             log.warning("prepare failed at step %r: %s", progress.step, exc)
             return PrepareResult(error=f"{exc} [step: {progress.step}]")
         except Exception as exc:
             log.exception("prepare of %s failed at step %r", _label(ref), progress.step)
             return PrepareResult(error=progress.failure(ref, exc))
+        self._report_status(ref, prepared)
+        return prepared.result
 
-    def _prepare_claim(self, ref: ClaimRef, progress: _Progress) -> PrepareResult:
+    def _prepare_claim(self, ref: ClaimRef, progress: _Progress) -> PreparedClaim:
         self._record_path(ref)
         spec_path = self._spec_path(ref)
         if ref.uid in self._corrupt:
@@ -125,11 +171,23 @@ class Preparer:
             # Already prepared (kubelet restart, retry): same answer, no redo, no fetch.
             progress.step = "restore CDI spec"
             self._ensure_spec(recorded)
-            return recorded.result
+            return recorded
         prepared = self._plan(ref, progress)
         self._act(prepared, spec_path, progress)
         log.info("prepared %s: %s", _label(ref), [u.cdi_id for u in prepared.units])
-        return prepared.result
+        return prepared
+
+    def _report_status(self, ref: ClaimRef, prepared: PreparedClaim | None) -> None:
+        """Tell the status writer; its failures never change the kubelet's answer."""
+        if self._status_writer is None:
+            return
+        try:
+            if prepared is None:
+                self._status_writer.unprepared(ref)
+            else:
+                self._status_writer.prepared(prepared)
+        except Exception:
+            log.exception("status update of %s failed; the claim itself is fine", _label(ref))
 
     def _plan(self, ref: ClaimRef, progress: _Progress) -> PreparedClaim:
         """Everything up to the first side effect: fetch, parse, plan, check."""
@@ -186,10 +244,11 @@ class Preparer:
         progress = _Progress("remove CDI spec")
         try:
             self._unprepare_claim(ref, spec_path, progress)
-            return UnprepareResult()
         except Exception as exc:
             log.exception("unprepare of %s failed at step %r", _label(ref), progress.step)
             return UnprepareResult(error=progress.failure(ref, exc))
+        self._report_status(ref, None)
+        return UnprepareResult()
 
     def _unprepare_claim(self, ref: ClaimRef, spec_path: Path, progress: _Progress) -> None:
         """CDI file first, then the record: a record may outlive its CDI file (restart
@@ -217,19 +276,23 @@ class Preparer:
     def _recover(self) -> None:
         """Load the checkpoint and make the CDI directory agree with it."""
         self._checkpoint.remove_temp_files()
+        self._load_records()
+        self._remove_orphan_specs()
+        for claim in self._records.values():
+            try:
+                self._ensure_spec(claim)
+            except OSError:
+                # Not fatal for the node: the next prepare of this claim retries the write.
+                log.exception("cannot restore the CDI spec of %s", _label(claim.claim))
+
+    def _load_records(self) -> None:
+        """Records, corrupt records and the ledger, as the checkpoint has them now."""
         records, problems = self._checkpoint.load_all()
         for problem in problems:
             log.error("%s; kept on disk, the claim cannot be prepared until unprepared", problem)
         self._records = records
         self._corrupt = {p.uid: p for p in problems}
         self._ledger = CapacityLedger.rebuild(records.values())
-        self._remove_orphan_specs()
-        for claim in records.values():
-            try:
-                self._ensure_spec(claim)
-            except OSError:
-                # Not fatal for the node: the next prepare of this claim retries the write.
-                log.exception("cannot restore the CDI spec of %s", _label(claim.claim))
 
     def _remove_orphan_specs(self) -> None:
         for path in sorted(self._cdi_root.iterdir()):

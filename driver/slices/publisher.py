@@ -120,7 +120,6 @@ class Publisher:
         self._retry_at: dict[str, float] = {}
         self._node_wait_until = 0.0
         self._listed = False
-        self._busy = False
         self._synced = False
         self._last_sync_time: float | None = None
         self._writes = {"create": 0, "update": 0, "delete": 0}
@@ -230,9 +229,9 @@ class Publisher:
             return None
         when: float | None = None
         if self._dirty or self._dirty_all or self._inventory_pending is not None:
-            assert self._first_signal is not None
+            first = now if self._first_signal is None else self._first_signal
             when = now if self._urgent else min(self._last_signal + self._debounce,
-                                                 self._first_signal + self._max_delay)
+                                                 first + self._max_delay)
         if self._retry_at:
             first_retry = min(self._retry_at.values())
             when = first_retry if when is None else min(when, first_retry)
@@ -254,7 +253,6 @@ class Publisher:
                     self._dirty, self._dirty_all = set(), False
                     self._inventory_pending = None
                     self._first_signal, self._urgent = None, False
-                    self._busy = True
                     return work
                 self._cond.wait(None if ready is None else ready - now)
         return None
@@ -262,7 +260,6 @@ class Publisher:
     def _finish_pass(self) -> None:
         """Mark synced when nothing is pending and every valid pool's last plan was empty."""
         with self._cond:
-            self._busy = False
             idle = not (self._dirty or self._dirty_all or self._retry_at
                         or self._inventory_pending is not None)
             synced = idle and all(self._clean.get(p, False) for p in self._universe())

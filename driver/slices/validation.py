@@ -279,8 +279,13 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _is_map(value: Any) -> bool:
+    # Fast path for dicts: an ABC isinstance check on every node costs a third of the time.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if _is_map(value) else {}
 
 
 def _is_set(value: Any) -> bool:
@@ -313,11 +318,11 @@ def device_limit(devices: Iterable[Mapping[str, Any]]) -> int:
 
 def validate_slice(slice_obj: Mapping[str, Any]) -> list[FieldError]:
     """All semantic errors of a ResourceSlice object, in the API server's order."""
-    if not isinstance(slice_obj, Mapping):
+    if not _is_map(slice_obj):
         return [invalid("<root>", type(slice_obj).__name__, "must be a JSON object")]
     errors = _metadata_errors(_map(slice_obj.get("metadata")))
     spec = slice_obj.get("spec")
-    if not isinstance(spec, Mapping):
+    if not _is_map(spec):
         return [*errors, required("spec")]
     return errors + validate_slice_spec(spec, "spec")
 
@@ -366,7 +371,7 @@ def validate_slice_spec(spec: Mapping[str, Any], path: str = "spec") -> list[Fie
 
 
 def _pool_errors(pool: Any, path: str) -> list[FieldError]:
-    if not isinstance(pool, Mapping):
+    if not _is_map(pool):
         return [required(path)]
     errors = pool_name_errors(pool.get("name"), f"{path}.name")
     count = pool.get("resourceSliceCount")
@@ -541,7 +546,7 @@ def validate_counter_set(counter_set: Mapping[str, Any], path: str) -> list[Fiel
 
 
 def _counters_errors(counters: Any, path: str) -> list[FieldError]:
-    if not isinstance(counters, Mapping) or not counters:
+    if not _is_map(counters) or not counters:
         return [required(path)]
     if len(counters) > MAX_COUNTERS_PER_SET:
         return [too_many(path, len(counters), MAX_COUNTERS_PER_SET)]
@@ -568,7 +573,7 @@ def validate_device(
     `per_device_node_selection` is the slice's `spec.perDeviceNodeSelection`: when true the
     device must pick exactly one of nodeName/nodeSelector/allNodes, otherwise none.
     """
-    if not isinstance(device, Mapping):
+    if not _is_map(device):
         return [invalid(path, type(device).__name__, "must be a JSON object")]
     errors = dns_label_errors(device.get("name"), f"{path}.name")
     attributes, capacity = _map(device.get("attributes")), _map(device.get("capacity"))
@@ -674,7 +679,7 @@ def _capacity_errors(entry: Any, multi: bool, path: str) -> list[FieldError]:
             *errors,
             forbidden(f"{path}.requestPolicy", "allowMultipleAllocations must be true"),
         ]
-    if value is None or not isinstance(policy, Mapping):
+    if value is None or not _is_map(policy):
         return errors
     return errors + request_policy_errors(value, policy, f"{path}.requestPolicy")
 

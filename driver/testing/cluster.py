@@ -27,6 +27,7 @@ from typing import Any
 from kubernetes import client
 
 from driver.claims.types import ClaimRef
+from driver.kubelet.sockets import registration_socket_path
 from driver.testing.allocation.builders import claim as claim_json
 from driver.testing.allocation.builders import device_class
 from driver.testing.allocator import Allocator
@@ -43,6 +44,7 @@ class PluginProcess:
     def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
         self.args = args
         self.log_path = log_path
+        self.registration_socket: Path | None = None
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "driver", "run", *args],
@@ -173,26 +175,32 @@ class LocalCluster:
         *,
         profile: str = "gpu",
         num_devices: int = 8,
+        pod_uid: str | None = None,
         extra: Sequence[str] = (),
         wait: bool = True,
         timeout: float = 30.0,
     ) -> PluginProcess:
-        """Start `simdra run` for this node; by default wait until it is registered with
-        the kubelet emulator and its slices are published."""
+        """Start `simdra run` for this node (with `--pod-uid` when given: rolling-update
+        socket names); by default wait until this very process is registered with the
+        kubelet emulator and its pools are completely published."""
         env = {k: v for k, v in os.environ.items() if k not in _PLUGIN_ENV}
         args = self.plugin_args(profile=profile, num_devices=num_devices, extra=extra)
+        if pod_uid:
+            args += ["--pod-uid", pod_uid]
+        socket_path = self.registration_socket(pod_uid)
         # A socket left by a killed predecessor must not count as this plugin's.
-        leftover = _identity(self.registration_socket)
+        leftover = _identity(socket_path)
         plugin = PluginProcess(args, env, self.workdir / f"plugin-{len(self._plugins)}.log")
+        plugin.registration_socket = socket_path
         self._plugins.append(plugin)
         if wait:
             self.wait_ready(plugin, timeout, not_socket=leftover)
         return plugin
 
-    @property
-    def registration_socket(self) -> Path:
-        """Where the plugin (without --pod-uid) creates its registration socket."""
-        return self.registrar_dir / f"{self.driver_name}-reg.sock"
+    def registration_socket(self, pod_uid: str | None = None) -> Path:
+        """Where a plugin started with this pod UID creates its registration socket."""
+        return Path(registration_socket_path(str(self.registrar_dir), self.driver_name,
+                                             pod_uid or ""))
 
     def wait_ready(
         self,
@@ -200,8 +208,9 @@ class LocalCluster:
         timeout: float = 30.0,
         not_socket: tuple[int, int] | None = None,
     ) -> None:
-        """Wait until the plugin is registered and its pools are completely published;
-        `not_socket` is the identity of a stale registration socket to wait past."""
+        """Wait until the kubelet emulator registered this plugin's own registration
+        socket (not `not_socket`, a stale one left by a predecessor) and its pools are
+        completely published."""
         assert self.kubelet is not None
         deadline = time.monotonic() + timeout
         while True:
@@ -209,17 +218,20 @@ class LocalCluster:
                 raise RuntimeError(
                     f"plugin exited with {plugin.process.returncode}; log:\n{plugin.log()}"
                 )
-            try:
-                fresh = not_socket is None or _identity(self.registration_socket) != not_socket
-                self.kubelet.wait_for_plugin(self.driver_name, timeout=0.2)
-                if fresh and self.complete_pools():
-                    return
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
+            if self._registered(plugin, not_socket) and self.complete_pools():
+                return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"plugin not ready in {timeout}s; log:\n{plugin.log()}")
             time.sleep(0.05)
+
+    def _registered(self, plugin: PluginProcess, not_socket: tuple[int, int] | None) -> bool:
+        assert self.kubelet is not None
+        identity = _identity(plugin.registration_socket)
+        if identity is None or identity == not_socket:
+            return False
+        self.kubelet.sync()
+        return any(i.registration_socket == str(plugin.registration_socket)
+                   for i in self.kubelet.instances)
 
     # -- the API ------------------------------------------------------------------------
 

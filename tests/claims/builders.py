@@ -11,7 +11,20 @@ from jsonschema import Draft7Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT7
 
+from driver.claims.preparer import Preparer
+from driver.claims.source import StaticClaimSource
+from driver.claims.types import ClaimRef
 from driver.devices.model import Device, Inventory, Pool
+from driver.devices.profiles import profile_inventory
+from driver.slices.desired import desired_pool
+from driver.testing.allocation.builders import claim as builder_claim
+from driver.testing.allocation.builders import (
+    device_class,
+    exactly,
+    resource_slice,
+    selector,
+)
+from driver.testing.allocator import allocate
 
 DRIVER = "gpu.simdra.example.com"
 OTHER_DRIVER = "other.example.com"
@@ -157,3 +170,148 @@ def assert_valid_cdi_spec(spec: dict[str, Any]) -> None:
             assert version >= (1, 1, 0)
         if edits.get("additionalGids"):
             assert version >= (0, 7, 0)
+
+
+# --- opaque config -------------------------------------------------------------------
+
+CONFIG_API = "simdra.dra.example.com/v1alpha1"
+
+
+def gpu_config(**fields: Any) -> dict[str, Any]:
+    """GpuConfig parameters."""
+    return {"apiVersion": CONFIG_API, "kind": "GpuConfig", **fields}
+
+
+def nic_config(**fields: Any) -> dict[str, Any]:
+    """NicConfig parameters."""
+    return {"apiVersion": CONFIG_API, "kind": "NicConfig", **fields}
+
+
+def config_entry(
+    parameters: Any,
+    *,
+    source: str = "FromClaim",
+    requests: list[str] | None = None,
+    driver: str = DRIVER,
+) -> dict[str, Any]:
+    """One `status.allocation.devices.config[]` entry."""
+    entry: dict[str, Any] = {"source": source, "opaque": {"driver": driver}}
+    if parameters is not None:
+        entry["opaque"]["parameters"] = parameters
+    if requests is not None:
+        entry["requests"] = requests
+    return entry
+
+
+# --- a node publishing a built-in profile, and the scheduler stand-in ------------------
+
+NODE = "node-a"
+ATTR = f'device.attributes["{DRIVER}"]'
+
+
+def profile_slices(inventory: Inventory, node: str = NODE) -> list[dict[str, Any]]:
+    """The ResourceSlices the publisher makes of `inventory` (counter slices separate)."""
+    slices = []
+    for pool in inventory.pools:
+        desired = desired_pool(pool)
+        for index, content in enumerate(desired.slices):
+            slices.append(
+                resource_slice(
+                    DRIVER,
+                    [dict(d) for d in content.devices],
+                    pool=pool.name,
+                    node=node,
+                    count=len(desired.slices),
+                    name=f"{node}-{pool.name}-{index}",
+                    shared_counters=[dict(c) for c in content.shared_counters],
+                )
+            )
+    return slices
+
+
+class ProfileCluster:
+    """A node with a built-in profile, its slices, and claims allocated by the allocator
+    (fresh random shareIDs, consumedCapacity for every capacity) into a claim source."""
+
+    def __init__(self, profile: str, count: int = 1) -> None:
+        self.inventory = profile_inventory(profile, DRIVER, NODE, count)
+        self.slices = profile_slices(self.inventory)
+        self.classes = {
+            name: device_class(name, DRIVER, selectors=(f'{ATTR}.type == "{name}"',))
+            for name in ("gpu", "nic")
+        }
+        self.source = StaticClaimSource()
+        self.allocated: dict[str, dict[str, Any]] = {}
+
+    def allocate(
+        self,
+        name: str,
+        *requests: dict[str, Any],
+        config: list[dict[str, Any]] | None = None,
+        namespace: str = "default",
+    ) -> ClaimRef:
+        """Allocate a claim next to every claim allocated so far; store it in the source."""
+        raw = builder_claim(name, *requests, namespace=namespace, config=config)
+        raw["status"] = {
+            "allocation": allocate(
+                raw, self.slices, self.classes, self.allocated.values(), node_name=NODE
+            )
+        }
+        return self.put(raw)
+
+    def put(self, raw: dict[str, Any]) -> ClaimRef:
+        """Store an (allocated or forged) claim."""
+        self.source.put(raw)
+        meta = raw["metadata"]
+        self.allocated[meta["uid"]] = raw
+        return ClaimRef(meta["namespace"], meta["name"], meta["uid"])
+
+    def forget(self, ref: ClaimRef) -> None:
+        """The claim was deallocated: its devices are free for the allocator again."""
+        self.allocated.pop(ref.uid, None)
+        self.source.claims.pop((ref.namespace, ref.name), None)
+
+    def results(self, ref: ClaimRef) -> list[dict[str, Any]]:
+        """The allocation results of a stored claim."""
+        return self.allocated[ref.uid]["status"]["allocation"]["devices"]["results"]
+
+    def preparer(self, tmp_path: Path, **kwargs: Any) -> Preparer:
+        """A (re)started preparer over `tmp_path`'s cdi and data directories."""
+        return Preparer(
+            DRIVER,
+            self.source,
+            lambda: self.inventory,
+            tmp_path / "cdi",
+            tmp_path / "data",
+            **kwargs,
+        )
+
+
+def request(name: str, device_class_name: str, **fields: Any) -> dict[str, Any]:
+    """A claim request (`exactly`)."""
+    return exactly(name, device_class_name, **fields)
+
+
+def wants(name: str, device_class_name: str, **amounts: str) -> dict[str, Any]:
+    """A request for one share with `capacity.requests` amounts."""
+    return exactly(name, device_class_name, capacity={"requests": dict(amounts)})
+
+
+def with_profile(name: str, profile: str) -> dict[str, Any]:
+    """A GPU request for one partition of `profile` (e.g. "3g.40gb")."""
+    return exactly(name, "gpu", selectors=[selector(f'{ATTR}.profile == "{profile}"')])
+
+
+def env_of(spec: dict[str, Any], device_name: str) -> dict[str, str]:
+    """A CDI device's env as KEY -> value, its `SIMDRA_DEVICE_<ID>_` prefix removed."""
+    (device,) = [d for d in spec["devices"] if d["name"] == device_name]
+    env = {}
+    for entry in device["containerEdits"]["env"]:
+        name, _, value = entry.partition("=")
+        match = ENV_NAME.match(name)
+        assert match, name
+        env[match["key"]] = value
+    return env
+
+
+ENV_NAME = re.compile(r"^SIMDRA_DEVICE_(?P<id>[0-9A-F]{8})_(?P<key>[A-Z0-9_]+)$")

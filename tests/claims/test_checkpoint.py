@@ -7,10 +7,22 @@ import json
 import pytest
 
 from driver.claims.allocation import parse_claim
-from driver.claims.checkpoint import Checkpoint
+from driver.claims.checkpoint import RECORD_KIND, Checkpoint, _checksum
 from driver.claims.plan import plan_prepare
+from driver.claims.record import to_payload
 
-from .builders import DRIVER, SHARE_1, claim, inventory, result
+from .builders import (
+    DRIVER,
+    SHARE_1,
+    ProfileCluster,
+    claim,
+    config_entry,
+    inventory,
+    nic_config,
+    result,
+    wants,
+    with_profile,
+)
 
 A = "aaaaaaaa-0000-4000-8000-000000000001"
 B = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -110,3 +122,39 @@ def test_temp_files_of_interrupted_writes_are_removed_and_never_loaded(tmp_path)
 def test_hostile_uid_never_names_a_path(tmp_path, uid):
     with pytest.raises(ValueError, match="unsafe file name"):
         Checkpoint(tmp_path).path_for(uid)
+
+
+def test_round_trip_keeps_counters_attributes_and_config(tmp_path):
+    cluster = ProfileCluster("gpu-partitioned,nic")
+    ref = cluster.allocate(
+        "mixed",
+        with_profile("gpu", "2g.20gb"),
+        wants("net", "nic", bandwidth="1G"),
+        config=[config_entry(nic_config(mtu=9000, rateLimit="500M"))],
+    )
+    raw = cluster.allocated[ref.uid]
+    prepared = plan_prepare(parse_claim(raw, DRIVER), cluster.inventory, DRIVER)
+    Checkpoint(tmp_path).save(prepared)
+    records, problems = Checkpoint(tmp_path).load_all()
+    assert problems == [] and records == {ref.uid: prepared}
+    partition, share = records[ref.uid].units
+    assert partition.consumes_counters == {"gpu-0-counters": {"memory": 20 * 2**30, "slices": 2}}
+    assert partition.attribute("profile") == "2g.20gb"
+    assert share.config["rateLimit"] == "500M"
+
+
+def test_records_of_the_first_format_still_load(tmp_path):
+    """Records written before units carried type, attributes, counters and config."""
+    prepared = _prepared(A)
+    payload = to_payload(prepared)
+    for unit in payload["units"]:
+        for key in ("deviceType", "attributes", "consumesCounters", "counterTotals", "config"):
+            del unit[key]
+    old = {"kind": RECORD_KIND, "version": 1, "checksum": _checksum(payload), "payload": payload}
+    store = Checkpoint(tmp_path)
+    store.path_for(A).write_text(json.dumps(old))
+    records, problems = store.load_all()
+    assert problems == []
+    (gpu, nic) = records[A].units
+    assert (gpu.device_type, gpu.consumes_counters, nic.config) == ("device", {}, {})
+    assert nic.consumed_capacity == prepared.units[1].consumed_capacity

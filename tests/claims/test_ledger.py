@@ -5,6 +5,7 @@ from __future__ import annotations
 from driver.claims.allocation import parse_claim
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import plan_prepare
+from driver.devices.model import Device, Inventory, Pool
 
 from .builders import DRIVER, NIC_POOL, SHARE_1, SHARE_2, SHARE_3, claim, inventory, result
 
@@ -75,3 +76,43 @@ def test_remove_frees_the_device_and_rebuild_restores_the_same_state():
     assert A not in ledger
     assert ledger.check(_prepared(C, _share(SHARE_2, "2G"))) == []
     assert [e.claim_uid for e in ledger.entries("node-a", "gpu-0")] == [B]
+
+
+def _counted_inventory():
+    """One pool: a shared NIC and an exclusive GPU drawing on the same counter set."""
+    consumes = [{"counterSet": "power", "counters": {"watts": {"value": "60"}}}]
+    shared = Device(
+        spec={
+            "name": "nic-0",
+            "allowMultipleAllocations": True,
+            "capacity": {"bandwidth": {"value": "10G"}},
+            "consumesCounters": consumes,
+        }
+    )
+    exclusive = Device(spec={"name": "gpu-0", "consumesCounters": consumes})
+    sets = ({"name": "power", "counters": {"watts": {"value": "100"}}},)
+    return Inventory(pools=(Pool("node-a", (shared, exclusive), sets),))
+
+
+def _counted(uid, *results):
+    parsed = parse_claim(claim(uid, list(results)), DRIVER)
+    return plan_prepare(parsed, _counted_inventory(), DRIVER)
+
+
+def test_a_device_consumes_its_counters_once_however_many_shares_it_has():
+    def share(share_id, request="net"):
+        return result(request, "nic-0", pool="node-a", share=share_id, consumed={"bandwidth": "1G"})
+
+    ledger = CapacityLedger()
+    first = _counted(A, share(SHARE_1), share(SHARE_2, "net2"))
+    assert ledger.check(first) == []
+    ledger.add(first)
+    assert ledger.check(_counted(B, share(SHARE_3))) == []  # nic-0 is counted already
+    assert ledger.counters_used("node-a").amounts == {"power": {"watts": 60}}
+    (problem,) = ledger.check(_counted(C, result("g", "gpu-0", pool="node-a")))
+    assert problem == (
+        "pool node-a counter set power counter watts: total 100, used 60 by device(s) nic-0, "
+        "asked 60 by device(s) gpu-0: 20 over"
+    )
+    ledger.remove(A)
+    assert ledger.check(_counted(C, result("g", "gpu-0", pool="node-a"))) == []

@@ -11,6 +11,7 @@ from driver.devices.model import Device, Inventory, Pool
 
 from .builders import (
     DRIVER,
+    ENV_NAME,
     GPU_POOL,
     NIC_POOL,
     SHARE_1,
@@ -33,9 +34,15 @@ def _plan(results, inv=None, **kwargs):
 
 
 def _env(unit):
-    """Env of a unit without its per-device prefix."""
-    prefix = unit.env[0].split("DEVICE=")[0]
-    return dict(e.removeprefix(prefix).split("=", 1) for e in unit.env)
+    """Env of a unit without its `SIMDRA_DEVICE_<ID>_` prefix (checking the scheme)."""
+    env = {}
+    for entry in unit.env:
+        name, _, value = entry.partition("=")
+        match = ENV_NAME.match(name)
+        assert match, name
+        env[match["key"]] = value
+    assert len({ENV_NAME.match(e.split("=")[0])["id"] for e in unit.env}) == 1
+    return env
 
 
 def test_exclusive_two_gpu_claim():
@@ -55,12 +62,16 @@ def test_exclusive_two_gpu_claim():
     first = spec["devices"][0]["containerEdits"]
     assert first["deviceNodes"] == [{"path": "/dev/simdra/gpu0"}]  # from the inventory
     assert _env(planned.units[0]) == {
-        "DEVICE": "gpu-0",
+        "NAME": "gpu-0",
         "POOL": GPU_POOL,
+        "TYPE": "gpu",
+        "CDI_DEVICE": f"{KIND}={UID}-gpu-0",
         "REQUEST": "gpus",
         "CLAIM": "default/claim-0a1b2c3d",
         "CLAIM_UID": UID,
-        "TYPE": "gpu",
+        # An exclusive device's holder gets all of it.
+        "CAPACITY_MEMORY": "80Gi",
+        "CAPACITY_MEMORY_VALUE": str(80 * 2**30),
     }
     assert all(u.exclusive and not u.consumed_capacity for u in planned.units)
 
@@ -85,6 +96,7 @@ def test_two_shares_of_one_device_in_one_claim_get_distinct_cdi_devices_and_env(
     assert second["TYPE"] == "nic"
     assert second["CAPACITY_BANDWIDTH"] == "1500M"
     assert second["CAPACITY_BANDWIDTH_VALUE"] == "1500000000"
+    assert _env(planned.units[0])["CAPACITY_BANDWIDTH"] == "1M"
     # The NIC has no inventory edits; our env keeps its CDI edits non-empty.
     assert set(planned.cdi_spec["devices"][1]["containerEdits"]) == {"env"}
 
@@ -163,3 +175,77 @@ def test_bad_inventory_edits_are_a_claim_error_naming_the_device():
     dev = Device(spec={"name": "gpu-0"}, container_edits={"devicenodes": []})
     with pytest.raises(ClaimError, match="device gpu-0: container edits: unknown containerEdits"):
         _plan([result("g", "gpu-0")], Inventory(pools=(Pool(GPU_POOL, (dev,)),)))
+
+
+def test_env_of_all_devices_one_container_may_get_never_collides():
+    """A container referencing two claims gets the env of all their CDI devices at once:
+    shares of one NIC across claims and within a claim, plus GPUs, must not overwrite."""
+    other_uid = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
+    first = _plan(
+        [
+            result("a", "nic-0", share=SHARE_1, consumed={"bandwidth": "1M"}),
+            result("b", "nic-0", share=SHARE_2, consumed={"bandwidth": "2M"}),
+            result("g", "gpu-0"),
+        ]
+    )
+    second = plan_prepare(
+        parse_claim(
+            claim(other_uid, [result("a", "nic-0", share=SHARE_1, consumed={"bandwidth": "3M"})]),
+            DRIVER,
+        ),
+        inventory(),
+        DRIVER,
+    )
+    container_env = [e for p in (first, second) for u in p.units for e in u.env]
+    names = [e.split("=", 1)[0] for e in container_env]
+    assert len(names) == len(set(names))
+    by_id: dict[str, dict[str, str]] = {}
+    for entry in container_env:
+        name, _, value = entry.partition("=")
+        match = ENV_NAME.match(name)
+        by_id.setdefault(match["id"], {})[match["key"]] = value
+    # Each device's variables group under one id, and say which share holds how much.
+    assert sorted((v["NAME"], v.get("CAPACITY_BANDWIDTH")) for v in by_id.values()) == [
+        ("gpu-0", None),
+        ("nic-0", "1M"),
+        ("nic-0", "2M"),
+        ("nic-0", "3M"),
+    ]
+
+
+def _partitioned_inventory(counters=True):
+    consumes = [
+        {"counterSet": "gpu-0-counters", "counters": {"slices": {"value": "3"}}},
+    ]
+    part = Device(
+        spec={
+            "name": "gpu-0-3g-0",
+            "attributes": {
+                "type": {"string": "gpu"},
+                "partition": {"bool": True},
+                "profile": {"string": "3g.40gb"},
+                "parentUUID": {"string": "GPU-parent"},
+            },
+            "consumesCounters": consumes,
+        }
+    )
+    sets = ({"name": "gpu-0-counters", "counters": {"slices": {"value": "7"}}},)
+    return Inventory(pools=(Pool(GPU_POOL, (part,), sets if counters else ()),))
+
+
+def test_partition_records_its_counters_and_tells_the_workload_its_profile():
+    planned = _plan([result("g", "gpu-0-3g-0")], _partitioned_inventory())
+    (unit,) = planned.units
+    assert unit.consumes_counters == {"gpu-0-counters": {"slices": 3}}
+    assert unit.counter_totals == {"gpu-0-counters": {"slices": 7}}
+    env = _env(unit)
+    assert (env["PARTITION"], env["PARTITION_PROFILE"], env["PARENT_UUID"]) == (
+        "true",
+        "3g.40gb",
+        "GPU-parent",
+    )
+
+
+def test_device_consuming_a_counter_set_its_pool_lacks_is_a_claim_error():
+    with pytest.raises(ClaimError, match="consumes counter set gpu-0-counters, which pool"):
+        _plan([result("g", "gpu-0-3g-0")], _partitioned_inventory(counters=False))

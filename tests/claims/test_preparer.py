@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 
 import pytest
 
@@ -316,3 +317,18 @@ def test_failed_cdi_write_is_reported_and_repaired_by_the_next_prepare(node):
     assert preparer.prepare([node.add(B, result("gpus", "gpu-0"))])[B].error
     answer = _ok(preparer.prepare([ref]))[A]
     assert node.spec_path(A).exists() and answer.devices[0].device_name == "gpu-0"
+
+
+def test_two_instances_over_one_directory_see_each_others_claims(node):
+    """A rolling update runs two plugin instances over the same directories, serialized
+    by one lock; each must act on what the other prepared or unprepared meanwhile."""
+    lock = threading.Lock()
+    old, new = node.preparer(serialize=lambda: lock), node.preparer(serialize=lambda: lock)
+    taken = node.add(A, result("gpus", "gpu-0"))
+    first = _ok(old.prepare([taken]))[A]
+    conflicting = node.add(B, result("gpus", "gpu-0"))
+    assert "is exclusive and already prepared for claim" in new.prepare([conflicting])[B].error
+    assert _ok(new.prepare([taken]))[A] == first  # the recorded answer, not a new plan
+    _ok(new.unprepare([taken]))
+    _ok(old.prepare([conflicting]))  # the old instance saw gpu-0 become free
+    assert list(old.prepared()) == [B] and A not in old.ledger

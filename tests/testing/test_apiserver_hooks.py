@@ -89,9 +89,8 @@ def test_request_log_counts_writes_not_reads(server, resource_api, make_slice):
     created = resource_api.create_resource_slice(make_slice())
     resource_api.list_resource_slice()
     resource_api.read_resource_slice(created.metadata.name)
-    list(
-        watch.Watch().stream(resource_api.list_resource_slice, timeout_seconds=0, deserialize=False)
-    )
+    stream = resource_api.list_resource_slice(watch=True, _preload_content=False)
+    stream.close()
     assert server.writes() == 1
 
     resource_api.replace_resource_slice(created.metadata.name, created)  # a no-op update

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 
@@ -280,3 +281,17 @@ def test_namespaced_watch_sees_only_its_namespace(resource_api, make_claim):
     )
     w.stop()
     assert events[0][1]["metadata"]["uid"] == mine.metadata.uid
+
+
+def test_a_watch_whose_client_left_ends_on_the_server(server):
+    def serving() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if "process_request" in t.name]
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn.request("GET", "/apis/resource.k8s.io/v1/resourceslices?watch=true&timeoutSeconds=600")
+    assert conn.getresponse().status == 200
+    assert len(serving()) == 1
+    conn.close()
+    for thread in serving():
+        thread.join(timeout=10)
+    assert serving() == []

@@ -11,7 +11,6 @@ import base64
 import binascii
 import contextlib
 import json
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,7 +68,6 @@ class API:
         self.config = config
         self.faults = faults
         self.log = log
-        self._lock = threading.Lock()
 
     # --- entry point ---------------------------------------------------------------
 
@@ -148,9 +146,11 @@ class API:
             except ValueError:
                 raise errors.bad_request(f"invalid resource version: {rv_text!r}") from None
         try:
-            timeout = float(query.get("timeoutSeconds", DEFAULT_WATCH_TIMEOUT))
+            timeout = float(query.get("timeoutSeconds") or 0)
         except ValueError:
             raise errors.bad_request("timeoutSeconds must be a number") from None
+        if timeout <= 0:  # as the real server: unset or 0 means its default
+            timeout = DEFAULT_WATCH_TIMEOUT
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         return WatchRequest(
             route.resource, route.namespace, selector, start, timeout, bookmarks, initial

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from driver.testing.apiserver.errors import APIError, bad_request
+from driver.testing.apiserver.errors import bad_request
 from driver.testing.apiserver.resources import ResourceType, field_value
 
 
@@ -150,14 +150,3 @@ def selector_for(query: dict[str, str], resource: ResourceType) -> Selector:
 def select(objs: Iterable[dict[str, Any]], selector: Selector) -> list[dict[str, Any]]:
     """The objects `selector` matches, in order."""
     return [o for o in objs if selector.matches(o)]
-
-
-__all__ = [
-    "EVERYTHING",
-    "APIError",
-    "Selector",
-    "parse_field_selector",
-    "parse_label_selector",
-    "select",
-    "selector_for",
-]

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import logging
+import select
 import socket
 import threading
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -75,19 +78,24 @@ class _Handler(BaseHTTPRequestHandler):
             error = errors.internal(f"{type(exc).__name__}: {exc}")
             result = Reply(error.code, error.status())
         if isinstance(result, WatchRequest):
-            self._stream(
-                stream(self.server.api.store, result, self.server.api.config.bookmark_interval)
-            )
+            interval = self.server.api.config.bookmark_interval
+            self._stream(stream(self.server.api.store, result, interval, self._client_gone))
         else:
             self._reply(result)
+
+    def _client_gone(self) -> bool:
+        """True when the peer closed the connection (readable, but nothing to read)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
     def _reply(self, reply: Reply) -> None:
-        import json
-
         data = json.dumps(reply.body, separators=(",", ":")).encode()
         self.send_response(reply.code)
         self.send_header("Content-Type", "application/json")
@@ -121,6 +129,12 @@ class _Server(ThreadingHTTPServer):
         self.api = api
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Connections cut by stop() or by clients end with socket errors: not worth a trace.
+        log.debug(
+            "apiserver: connection from %s ended with an error", client_address, exc_info=True
+        )
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._connections_lock:
@@ -183,7 +197,7 @@ class APIServer:
         self._server = _Server(self._address, self._api)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
+            kwargs={"poll_interval": 0.01},
             name=f"apiserver-{self.port}",
             daemon=True,
         )
@@ -288,11 +302,7 @@ class APIServer:
             meta.pop("namespace", None)
         current = self.store.get(r.plural, key_of(obj))
         defaults = current["metadata"] if current else {}
-        meta.setdefault(
-            "uid",
-            defaults.get("uid")
-            or lifecycle.prepare_create(r, {"metadata": {"name": meta["name"]}})["metadata"]["uid"],
-        )
+        meta.setdefault("uid", defaults.get("uid") or str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", defaults.get("creationTimestamp") or lifecycle.now())
         meta.setdefault("generation", defaults.get("generation", 1))
         obj.update(kind=r.kind, apiVersion=r.api_version)

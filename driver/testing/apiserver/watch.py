@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from driver.testing.apiserver.errors import expired
@@ -21,6 +21,8 @@ from driver.testing.apiserver.selectors import Selector
 from driver.testing.apiserver.store import HistoryExpired, Store, WatchEvent
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# A quiet watch whose client disconnected would otherwise hold its thread until timeout.
+CLIENT_CHECK_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,14 @@ def _visible_type(event: WatchEvent, request: WatchRequest) -> str | None:
 
 
 def stream(
-    store: Store, request: WatchRequest, bookmark_interval: float, clock=time.monotonic
+    store: Store,
+    request: WatchRequest,
+    bookmark_interval: float,
+    client_gone: Callable[[], bool] = lambda: False,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[bytes]:
-    """The lines of one watch until it times out, the server stops or history expires."""
+    """The lines of one watch until it times out, the server stops, history expires or
+    the client goes away (checked at least every `CLIENT_CHECK_INTERVAL` seconds)."""
     deadline = clock() + request.timeout
     if request.start is None:
         items, position = store.list(request.resource.plural, request.namespace)
@@ -82,11 +89,11 @@ def stream(
     else:
         position = request.start
     next_bookmark = _next_bookmark(clock(), deadline, bookmark_interval)
-    while not store.closed:
+    while not store.closed and not client_gone():
         now = clock()
         if now >= deadline:
             return
-        wait = deadline - now
+        wait = min(deadline - now, CLIENT_CHECK_INTERVAL)
         if request.bookmarks:
             wait = min(wait, max(0.0, next_bookmark - now))
         try:

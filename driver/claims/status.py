@@ -1,0 +1,371 @@
+"""Claim status: our entries in a ResourceClaim's `status.devices` (facts 5.3).
+
+After a claim is prepared, every prepared unit (device, or share of a device) gets one
+entry keyed by (driver, pool, device, shareID) with
+
+* a `Ready` condition (status True, reason `Prepared`, the CDI device in the message,
+  `observedGeneration` = the claim's generation; `lastTransitionTime` kept from an
+  existing True condition, so re-preparing does not churn the object);
+* `data`: a small JSON object with the device type, its scalar attributes, the requests,
+  the CDI device id, what a share consumed, admin access and the effective opaque
+  config, kept under the API's 10 KiB limit (config, then attributes are dropped if
+  needed);
+* `networkData` for NICs: `interfaceName` and `hardwareAddress` from the attributes
+  `interfaceName` / `macAddress`; `ips` from an optional `ips` attribute (a string of
+  comma-separated CIDRs, or a list of strings), invalid or excess entries dropped. The
+  simulated NIC has no addresses, so its entries carry none.
+
+On unprepare our entries are removed. Entries of other drivers are never touched.
+`updated_status_devices` computes the new list (pure); `ClaimStatusWriter` reads the
+claim, applies it and writes with a JSON merge patch on the `status` subresource that
+carries the read `resourceVersion`, so a concurrent writer makes it fail with 409 and
+the writer re-reads and recomputes (up to `attempts` times).
+
+Failure policy: status is informative (nothing in Kubernetes waits for it unless a
+device uses binding conditions, which ours do not), so a failed write never fails the
+prepare or unprepare. It is logged and the claim is kept as pending; pending claims are
+retried after the next successful write and by `retry_pending()` (the plugin may call
+it periodically). A pending write is dropped once it succeeds, once the claim is gone
+or replaced (404, other UID), or when a newer write for the same claim supersedes it.
+
+RBAC the plugin's ServiceAccount needs, in addition to reading ResourceClaims::
+
+    - apiGroups: ["resource.k8s.io"]
+      resources: ["resourceclaims"]
+      verbs: ["get"]
+    - apiGroups: ["resource.k8s.io"]
+      resources: ["resourceclaims/status"]
+      verbs: ["patch", "update"]
+    # Kubernetes 1.36+ with DRAResourceClaimGranularStatusAuthorization (beta, on):
+    # writing status.devices also needs the synthetic subresource "resourceclaims/driver"
+    # with the associated-node verbs for a node-local plugin whose token is bound to a
+    # pod on the claim's node, restricted to our driver name (facts 5.6).
+    - apiGroups: ["resource.k8s.io"]
+      resources: ["resourceclaims/driver"]
+      resourceNames: ["<driver name>"]
+      verbs: ["associated-node:patch", "associated-node:update"]
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client import ApiClient, ResourceV1Api
+from kubernetes.client.exceptions import ApiException
+
+from driver.claims.errors import claim_label, quantity_text
+from driver.claims.plan import PreparedClaim, PreparedUnit
+from driver.claims.types import ClaimRef
+
+log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+READY = "Ready"
+REASON_PREPARED = "Prepared"
+DATA_LIMIT_BYTES = 10 * 1024
+MAX_IPS = 16
+MAX_INTERFACE_NAME = 256
+MAX_HARDWARE_ADDRESS = 128
+MERGE_PATCH = "application/merge-patch+json"
+DEFAULT_TIMEOUT_S = 5.0  # per request; prepare holds the kubelet's 45 s deadline
+
+
+def now_rfc3339() -> str:
+    """The current time as metav1.Time text (seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- pure ---------------------------------------------------------------------------
+
+
+def _key(entry: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
+    return (entry.get("driver"), entry.get("pool"), entry.get("device"), entry.get("shareID"))
+
+
+def updated_status_devices(
+    current: Sequence[Mapping[str, Any]] | None,
+    driver: str,
+    prepared: PreparedClaim | None,
+    *,
+    now: str,
+    generation: int | None = None,
+) -> list[JSON]:
+    """`status.devices` with our entries replaced by those of `prepared` (None: removed).
+
+    Other drivers' entries keep their content and order; ours follow them in unit order.
+    """
+    current = list(current or [])
+    others = [copy.deepcopy(dict(e)) for e in current if e.get("driver") != driver]
+    if prepared is None:
+        return others
+    previous = {_key(e): e for e in current if e.get("driver") == driver}
+    ours = []
+    for unit in prepared.units:
+        before = previous.get((driver, unit.pool, unit.device, unit.share_id))
+        ours.append(device_status(unit, driver, now=now, generation=generation, previous=before))
+    return others + ours
+
+
+def device_status(
+    unit: PreparedUnit,
+    driver: str,
+    *,
+    now: str,
+    generation: int | None = None,
+    previous: Mapping[str, Any] | None = None,
+) -> JSON:
+    """One `status.devices` entry for a prepared unit."""
+    entry: JSON = {"driver": driver, "pool": unit.pool, "device": unit.device}
+    if unit.share_id is not None:
+        entry["shareID"] = unit.share_id
+    entry["conditions"] = [_ready(unit, now, generation, previous)]
+    entry["data"] = status_data(unit)
+    network = network_data(unit)
+    if network:
+        entry["networkData"] = network
+    return entry
+
+
+def _ready(
+    unit: PreparedUnit, now: str, generation: int | None, previous: Mapping[str, Any] | None
+) -> JSON:
+    since = now
+    for condition in (previous or {}).get("conditions") or []:
+        if condition.get("type") == READY and condition.get("status") == "True":
+            since = condition.get("lastTransitionTime") or now
+    condition: JSON = {
+        "type": READY,
+        "status": "True",
+        "reason": REASON_PREPARED,
+        "message": f"prepared on the node as CDI device {unit.cdi_id}",
+        "lastTransitionTime": since,
+    }
+    if generation is not None:
+        condition["observedGeneration"] = generation
+    return condition
+
+
+def status_data(unit: PreparedUnit) -> JSON:
+    """The `data` object of a unit's entry, at most DATA_LIMIT_BYTES of JSON."""
+    data: JSON = {"type": unit.device_type, "cdiDeviceID": unit.cdi_id}
+    data["requests"] = list(unit.requests)
+    attributes = {
+        name: value
+        for name in sorted(unit.attributes)
+        if isinstance(value := unit.attribute(name), str | int | bool)
+    }
+    if attributes:
+        data["attributes"] = attributes
+    if not unit.exclusive:
+        data["consumedCapacity"] = {
+            name: quantity_text(amount) for name, amount in sorted(unit.consumed_capacity.items())
+        }
+    if unit.admin_access:
+        data["adminAccess"] = True
+    if unit.config:
+        data["config"] = copy.deepcopy(dict(unit.config))
+    for optional in ("config", "attributes"):
+        if _size(data) <= DATA_LIMIT_BYTES:
+            break
+        data.pop(optional, None)
+    return data
+
+
+def network_data(unit: PreparedUnit) -> JSON:
+    """`networkData` for a NIC ({} for other devices or when nothing is known)."""
+    if unit.device_type != "nic":
+        return {}
+    network: JSON = {}
+    interface = unit.attribute("interfaceName")
+    if isinstance(interface, str) and 0 < len(interface) <= MAX_INTERFACE_NAME:
+        network["interfaceName"] = interface
+    ips = _cidrs(unit.attribute("ips"))
+    if ips:
+        network["ips"] = ips
+    mac = unit.attribute("macAddress")
+    if isinstance(mac, str) and 0 < len(mac) <= MAX_HARDWARE_ADDRESS:
+        network["hardwareAddress"] = mac
+    return network
+
+
+def _cidrs(raw: Any) -> list[str]:
+    items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    found: list[str] = []
+    for item in items:
+        text = str(item).strip()
+        try:
+            if "/" not in text:
+                raise ValueError("no prefix length")
+            ipaddress.ip_interface(text)
+        except ValueError:
+            log.warning("ignoring %r in the ips attribute: not a CIDR address", text)
+            continue
+        if text not in found and len(found) < MAX_IPS:
+            found.append(text)
+    return found
+
+
+def _size(data: JSON) -> int:
+    return len(json.dumps(data, separators=(",", ":")).encode())
+
+
+# --- side effects -------------------------------------------------------------------
+
+
+class StatusWriteError(Exception):
+    """A status write that did not happen; the message names the claim and the cause."""
+
+
+class ClaimStatusWriter:
+    """Writes our `status.devices` entries through the official client.
+
+    `prepared` / `unprepared` never raise: failures are logged and kept as pending.
+    Thread-safe, so `retry_pending` may run from a timer while prepares happen.
+    """
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        driver_name: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        attempts: int = 5,
+        clock: Callable[[], str] = now_rfc3339,
+    ) -> None:
+        self._api = ResourceV1Api(api_client)
+        self._driver = driver_name
+        self._timeout_s = timeout_s
+        self._attempts = attempts
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[ClaimRef, PreparedClaim | None]] = {}
+
+    @property
+    def pending(self) -> list[str]:
+        """UIDs of claims whose last status write failed and waits for a retry."""
+        with self._lock:
+            return sorted(self._pending)
+
+    def prepared(self, claim: PreparedClaim) -> None:
+        """Publish the entries of a prepared claim (best effort)."""
+        self._submit(claim.claim, claim)
+
+    def unprepared(self, ref: ClaimRef) -> None:
+        """Remove our entries from an unprepared claim (best effort)."""
+        self._submit(ref, None)
+
+    def retry_pending(self) -> list[str]:
+        """Retry every pending write once; returns the UIDs still pending."""
+        with self._lock:
+            for uid, (ref, prepared) in list(self._pending.items()):
+                if self._try(ref, prepared):
+                    self._pending.pop(uid, None)
+            return sorted(self._pending)
+
+    def _submit(self, ref: ClaimRef, prepared: PreparedClaim | None) -> None:
+        with self._lock:
+            self._pending.pop(ref.uid, None)  # superseded by this write
+            if not self._try(ref, prepared):
+                self._pending[ref.uid] = (ref, prepared)
+                return
+            # The API server answers again: a good moment for earlier failures.
+            for uid, (other, state) in list(self._pending.items()):
+                if self._try(other, state):
+                    self._pending.pop(uid, None)
+
+    def _try(self, ref: ClaimRef, prepared: PreparedClaim | None) -> bool:
+        try:
+            self.sync(ref, prepared)
+            return True
+        except Exception as exc:
+            log.warning("status of %s not written (will retry): %s", _label(ref), exc)
+            return False
+
+    def sync(self, ref: ClaimRef, prepared: PreparedClaim | None) -> bool:
+        """Make the claim's `status.devices` match; True when it wrote something.
+
+        Raises StatusWriteError (or the client's exception) when it cannot.
+        """
+        for _ in range(self._attempts):
+            claim = self._read(ref)
+            if claim is None:
+                return False
+            metadata = claim.get("metadata") or {}
+            current = (claim.get("status") or {}).get("devices") or []
+            wanted = updated_status_devices(
+                current,
+                self._driver,
+                prepared,
+                now=self._clock(),
+                generation=metadata.get("generation"),
+            )
+            if wanted == current:
+                return False
+            if self._patch(ref, str(metadata.get("resourceVersion", "")), wanted):
+                return True
+        raise StatusWriteError(
+            f"{_label(ref)}: status.devices: still conflicting after {self._attempts} attempts"
+        )
+
+    def _read(self, ref: ClaimRef) -> JSON | None:
+        """The claim as JSON, or None when it is gone or replaced (nothing to write)."""
+        try:
+            response = self._api.read_namespaced_resource_claim(
+                ref.name, ref.namespace, _preload_content=False, _request_timeout=self._timeout_s
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise StatusWriteError(
+                f"{_label(ref)}: read claim: {exc.status} {exc.reason}: {_message(exc)}"
+            ) from None
+        claim = json.loads(response.data)
+        if (claim.get("metadata") or {}).get("uid") != ref.uid:
+            log.info("not writing status of %s: the claim was replaced", _label(ref))
+            return None
+        return claim
+
+    def _patch(self, ref: ClaimRef, resource_version: str, devices: list[JSON]) -> bool:
+        """One conditional write; False on a conflict (re-read and try again)."""
+        body = {
+            "metadata": {"resourceVersion": resource_version},
+            # null removes the field, so a claim without entries looks untouched
+            "status": {"devices": devices or None},
+        }
+        try:
+            self._api.patch_namespaced_resource_claim_status(
+                ref.name,
+                ref.namespace,
+                body,
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+                _request_timeout=self._timeout_s,
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            if exc.status == 404:
+                return True  # gone meanwhile: nothing left to write
+            detail = _message(exc)
+            raise StatusWriteError(
+                f"{_label(ref)}: patch status.devices: {exc.status} {exc.reason}: {detail}"
+            ) from None
+        return True
+
+
+def _message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("message", ""))
+    except (ValueError, AttributeError):
+        return str(exc.body or "")
+
+
+def _label(ref: ClaimRef) -> str:
+    return claim_label(ref.namespace, ref.name, ref.uid)

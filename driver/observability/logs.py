@@ -1,0 +1,178 @@
+"""Structured logs: one line per record, as text or JSON, carrying context fields.
+
+`log_context(claim="ns/name", claim_uid=..., pool=..., device=...)` adds its fields to
+every record emitted inside it, in the same thread or task (contextvars: other threads
+never see them; nested contexts add to and override the outer ones). Fields passed as
+`extra={...}` to a single log call are added the same way.
+
+Text:  `2026-01-02T03:04:05.678Z INFO driver.claims.preparer: prepared ... claim=ns/a`
+JSON:  `{"ts": "2026-01-02T03:04:05.678Z", "level": "INFO", "logger": "...", "msg": "...",
+        "claim": "ns/a", ...}` (plus "exc" with the traceback when there is one).
+
+Verbosity follows klog's `-v` loosely:
+
+    0    INFO and above from everything (the default)
+    1-3  DEBUG from simdra's own loggers (`driver.*`); libraries stay at INFO
+    4+   DEBUG from everything, libraries included (gRPC, kubernetes client, urllib3)
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, TextIO
+
+LOG_FORMATS = ("text", "json")
+OWN_LOGGER = "driver"  # the package every simdra logger lives under
+LIBRARY_DEBUG_VERBOSITY = 4
+
+_context: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "simdra_log_context", default=MappingProxyType({})
+)
+# Attributes every LogRecord has; anything else on a record came from `extra=`.
+_STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+_CONTEXT_ATTR = "simdra_context"
+_RESERVED = ("ts", "level", "logger", "msg", "exc")
+
+
+@contextmanager
+def log_context(**fields: object) -> Iterator[None]:
+    """Add `fields` to every log record emitted inside the block (None values are left
+    out, so callers can pass what they know without checking)."""
+    added = {name: str(value) for name, value in fields.items() if value is not None}
+    token = _context.set({**_context.get(), **added})
+    try:
+        yield
+    finally:
+        _context.reset(token)
+
+
+def current_context() -> dict[str, str]:
+    """The fields `log_context` blocks around the caller have set."""
+    return dict(_context.get())
+
+
+class ContextFilter(logging.Filter):
+    """Copies the current context and `extra=` fields onto the record at emit time.
+
+    It runs in the emitting thread, so the fields are the ones of the code that logged,
+    whichever thread later formats the record.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, _CONTEXT_ATTR):
+            extra = {
+                k: str(v)
+                for k, v in vars(record).items()
+                if k not in _STANDARD_ATTRS and not k.startswith("_")
+            }
+            setattr(record, _CONTEXT_ATTR, {**_context.get(), **extra})
+        return True
+
+
+def record_fields(record: logging.LogRecord) -> dict[str, str]:
+    """The context fields of a record (empty when no ContextFilter saw it)."""
+    return dict(getattr(record, _CONTEXT_ATTR, {}))
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    moment = datetime.fromtimestamp(record.created, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _text_value(value: str) -> str:
+    """Quote values that would make `key=value` ambiguous to read or to split."""
+    if not value or any(c.isspace() or c in '"=' for c in value):
+        return json.dumps(value)
+    return value
+
+
+class TextFormatter(logging.Formatter):
+    """`<ts> <LEVEL> <logger>: <message> key=value ...`, traceback on following lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
+        fields = record_fields(record)
+        if fields:
+            line += " " + " ".join(f"{k}={_text_value(v)}" for k, v in fields.items())
+        exc = self._exception_text(record)
+        return f"{line}\n{exc}" if exc else line
+
+    def _exception_text(self, record: logging.LogRecord) -> str:
+        parts = []
+        if record.exc_info:
+            parts.append(self.formatException(record.exc_info))
+        if record.stack_info:
+            parts.append(self.formatStack(record.stack_info))
+        return "\n".join(parts)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg, context fields, exc."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": _timestamp(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for name, value in record_fields(record).items():
+            # A context field never hides a reserved key; it is kept under another name.
+            entry[f"ctx_{name}" if name in _RESERVED else name] = value
+        exc = []
+        if record.exc_info:
+            exc.append(self.formatException(record.exc_info))
+        if record.stack_info:
+            exc.append(self.formatStack(record.stack_info))
+        if exc:
+            entry["exc"] = "\n".join(exc)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+class _SimdraHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Marks the handler configure_logging installed, so a second call replaces it."""
+
+
+def make_formatter(fmt: str) -> logging.Formatter:
+    """The formatter for a `--log-format` value; ValueError for an unknown one."""
+    if fmt == "text":
+        return TextFormatter()
+    if fmt == "json":
+        return JsonFormatter()
+    raise ValueError(f"log format {fmt!r}: must be one of {', '.join(LOG_FORMATS)}")
+
+
+def levels_for(verbosity: int) -> tuple[int, int]:
+    """(root level, level of simdra's own loggers) for a `-v` value (see module doc)."""
+    if verbosity < 0:
+        raise ValueError(f"verbosity {verbosity}: must be 0 or more")
+    if verbosity >= LIBRARY_DEBUG_VERBOSITY:
+        return logging.DEBUG, logging.DEBUG
+    if verbosity >= 1:
+        return logging.INFO, logging.DEBUG
+    return logging.INFO, logging.INFO
+
+
+def configure_logging(fmt: str = "text", verbosity: int = 0, stream: TextIO | None = None) -> None:
+    """Send all logging to `stream` (default stderr) in `fmt` ("text" or "json") at the
+    levels `verbosity` selects. Call once at start-up instead of logging.basicConfig;
+    calling again replaces what the previous call installed."""
+    formatter = make_formatter(fmt)
+    root_level, own_level = levels_for(verbosity)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _SimdraHandler)]:
+        root.removeHandler(old)
+        old.close()
+    handler = _SimdraHandler(stream or sys.stderr)
+    handler.setFormatter(formatter)
+    handler.addFilter(ContextFilter())
+    root.addHandler(handler)
+    root.setLevel(root_level)
+    logging.getLogger(OWN_LOGGER).setLevel(own_level)

@@ -1,0 +1,337 @@
+"""`simdra usage`: what is prepared on this node, per device, like a quota shows used vs hard.
+
+Reads the plugin's checkpoint records (`<data dir>/claims/*.json`) and nothing else: no
+API server, no lock (records are replaced by atomic renames, so every file read is a
+whole record), no writes. It therefore works next to a running plugin and for a stopped
+one. Every amount comes from the records: each prepared unit stores the device's
+capacity, the counters it consumes and their totals as they were at prepare time.
+
+Per device: each capacity's hard limit, what is used, what is free, and the holders
+(claim, UID, shareID, consumed). An exclusive device counts as fully used while a claim
+holds it; admin-access holders are listed but consume nothing. Per counter set of a
+partitionable pool: total, used by the devices in use, free. Records that cannot be read
+are listed as problems.
+
+Exit status: 0 (also with problems, which the output shows), 1 when the data directory
+cannot be read, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from driver.claims.checkpoint import CorruptRecord, read_records, records_directory
+from driver.claims.errors import quantity_text
+from driver.claims.ledger import CapacityLedger
+from driver.claims.plan import PreparedClaim, PreparedUnit
+
+DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
+DEFAULT_DRIVER_NAME = "dra.example.com"
+Amounts = dict[str, Fraction]
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One prepared unit of a device: a share, or the claim holding it exclusively."""
+
+    namespace: str
+    name: str
+    uid: str
+    share_id: str | None
+    consumed: Amounts  # {} for admin access
+    admin_access: bool
+    requests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeviceUsage:
+    """Used vs hard for one device."""
+
+    pool: str
+    device: str
+    device_type: str
+    exclusive: bool
+    capacity: Amounts
+    used: Amounts
+    holders: tuple[Holder, ...]
+
+    @property
+    def free(self) -> Amounts:
+        """Capacity left (negative if the device is overbooked)."""
+        return {
+            name: total - self.used.get(name, Fraction(0)) for name, total in self.capacity.items()
+        }
+
+
+@dataclass(frozen=True)
+class CounterUsage:
+    """Used vs total for one counter set of a pool."""
+
+    pool: str
+    counter_set: str
+    total: Amounts
+    used: Amounts
+    devices: tuple[str, ...]
+
+    @property
+    def free(self) -> Amounts:
+        """Counters left."""
+        return {
+            name: total - self.used.get(name, Fraction(0)) for name, total in self.total.items()
+        }
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """Everything `simdra usage` shows."""
+
+    data_dir: str
+    devices: tuple[DeviceUsage, ...]
+    counters: tuple[CounterUsage, ...]
+    problems: tuple[CorruptRecord, ...]
+
+
+# --- pure ---------------------------------------------------------------------------
+
+
+def usage_report(
+    data_dir: str, records: Mapping[str, PreparedClaim], problems: Sequence[CorruptRecord] = ()
+) -> UsageReport:
+    """The usage of every device and counter set the records mention."""
+    ledger = CapacityLedger.rebuild(records.values())
+    units: dict[tuple[str, str], list[tuple[PreparedClaim, PreparedUnit]]] = {}
+    for claim in sorted(records.values(), key=lambda c: (c.claim.namespace, c.claim.name)):
+        for unit in claim.units:
+            units.setdefault((unit.pool, unit.device), []).append((claim, unit))
+    devices = tuple(
+        _device_usage(pool, device, units[(pool, device)], ledger) for pool, device in sorted(units)
+    )
+    counters = []
+    for pool, counter_set in ledger.counter_sets():
+        in_use = ledger.counters_used(pool)
+        counters.append(
+            CounterUsage(
+                pool,
+                counter_set,
+                ledger.counter_total(pool, counter_set),
+                dict(in_use.amounts.get(counter_set, {})),
+                tuple(in_use.consumers.get(counter_set, [])),
+            )
+        )
+    return UsageReport(data_dir, devices, tuple(counters), tuple(problems))
+
+
+def _device_usage(
+    pool: str,
+    device: str,
+    held: list[tuple[PreparedClaim, PreparedUnit]],
+    ledger: CapacityLedger,
+) -> DeviceUsage:
+    latest = held[-1][1]
+    exclusive = latest.exclusive
+    capacity = dict(latest.device_capacity)
+    holders = tuple(
+        Holder(
+            claim.claim.namespace,
+            claim.claim.name,
+            claim.claim.uid,
+            unit.share_id,
+            {} if unit.admin_access else unit.granted,
+            unit.admin_access,
+            unit.requests,
+        )
+        for claim, unit in held
+    )
+    if exclusive:
+        taken = any(not h.admin_access for h in holders)
+        used = dict(capacity) if taken else {name: Fraction(0) for name in capacity}
+    else:
+        used = {name: Fraction(0) for name in capacity} | ledger.used(pool, device)
+    return DeviceUsage(pool, device, latest.device_type, exclusive, capacity, used, holders)
+
+
+def report_json(report: UsageReport) -> dict[str, Any]:
+    """The report as JSON for scripts (quantities as Kubernetes quantity strings)."""
+    return {
+        "dataDir": report.data_dir,
+        "devices": [
+            {
+                "pool": d.pool,
+                "device": d.device,
+                "type": d.device_type,
+                "mode": "exclusive" if d.exclusive else "shared",
+                "capacity": _quantities(d.capacity),
+                "used": _quantities(d.used),
+                "free": _quantities(d.free),
+                "holders": [
+                    {
+                        "claim": {"namespace": h.namespace, "name": h.name, "uid": h.uid},
+                        "shareID": h.share_id,
+                        "consumed": _quantities(h.consumed),
+                        "adminAccess": h.admin_access,
+                        "requests": list(h.requests),
+                    }
+                    for h in d.holders
+                ],
+            }
+            for d in report.devices
+        ],
+        "counterSets": [
+            {
+                "pool": c.pool,
+                "name": c.counter_set,
+                "total": _quantities(c.total),
+                "used": _quantities(c.used),
+                "free": _quantities(c.free),
+                "devices": list(c.devices),
+            }
+            for c in report.counters
+        ],
+        "problems": [
+            {"claimUID": p.uid, "path": str(p.path), "reason": p.reason} for p in report.problems
+        ],
+    }
+
+
+def render_table(report: UsageReport) -> str:
+    """The report as aligned text tables."""
+    if not report.devices and not report.problems:
+        return f"no prepared claims in {report.data_dir}\n"
+    sections = []
+    if report.devices:
+        sections.append(("DEVICES", _device_rows(report.devices)))
+        sections.append(("HOLDERS", _holder_rows(report.devices)))
+    if report.counters:
+        sections.append(("COUNTER SETS", _counter_rows(report.counters)))
+    if report.problems:
+        rows = [["CLAIM UID", "RECORD", "PROBLEM"]]
+        rows += [[p.uid, str(p.path), p.reason] for p in report.problems]
+        sections.append(("PROBLEMS", rows))
+    return "\n".join(f"{title}\n{_table(rows)}" for title, rows in sections)
+
+
+def _device_rows(devices: Sequence[DeviceUsage]) -> list[list[str]]:
+    rows = [["POOL/DEVICE", "TYPE", "MODE", "RESOURCE", "USED", "HARD", "FREE", "HOLDERS"]]
+    for d in devices:
+        mode = "exclusive" if d.exclusive else "shared"
+        head = [f"{d.pool}/{d.device}", d.device_type, mode]
+        if not d.capacity:
+            rows.append([*head, "-", "-", "-", "-", str(len(d.holders))])
+        free = d.free
+        for i, name in enumerate(sorted(d.capacity)):
+            prefix = head if i == 0 else ["", "", ""]
+            amounts = [_q(d.used[name]), _q(d.capacity[name]), _q(free[name])]
+            rows.append([*prefix, name, *amounts, str(len(d.holders)) if i == 0 else ""])
+    return rows
+
+
+def _holder_rows(devices: Sequence[DeviceUsage]) -> list[list[str]]:
+    rows = [["POOL/DEVICE", "CLAIM", "CLAIM UID", "SHARE ID", "CONSUMED", "NOTE"]]
+    for d in devices:
+        for h in d.holders:
+            consumed = ",".join(f"{n}={_q(a)}" for n, a in sorted(h.consumed.items())) or "-"
+            note = "admin access" if h.admin_access else ("exclusive" if d.exclusive else "")
+            rows.append(
+                [
+                    f"{d.pool}/{d.device}",
+                    f"{h.namespace}/{h.name}",
+                    h.uid,
+                    h.share_id or "-",
+                    consumed,
+                    note,
+                ]
+            )
+    return rows
+
+
+def _counter_rows(counters: Sequence[CounterUsage]) -> list[list[str]]:
+    rows = [["POOL", "COUNTER SET", "COUNTER", "USED", "HARD", "FREE", "DEVICES"]]
+    for c in counters:
+        free = c.free
+        for i, name in enumerate(sorted(c.total)):
+            head = [c.pool, c.counter_set] if i == 0 else ["", ""]
+            used = c.used.get(name, Fraction(0))
+            devices = ",".join(c.devices) or "-" if i == 0 else ""
+            rows.append([*head, name, _q(used), _q(c.total[name]), _q(free[name]), devices])
+    return rows
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _quantities(amounts: Mapping[str, Fraction]) -> dict[str, str]:
+    return {name: _q(amount) for name, amount in sorted(amounts.items())}
+
+
+def _q(amount: Fraction) -> str:
+    if amount < 0:
+        return "-" + quantity_text(-amount)
+    return quantity_text(amount)
+
+
+# --- command line -------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="simdra usage",
+        description="Show devices, shares and counters prepared by a simdra plugin on this "
+        "node, read from its checkpoint (read-only, works while the plugin runs).",
+    )
+    parser.add_argument(
+        "--plugin-dir",
+        help="the plugin's data directory (default: <plugins dir>/<driver name>)",
+    )
+    plugins = os.environ.get("KUBELET_PLUGINS_DIRECTORY_PATH", DEFAULT_PLUGINS_DIR)
+    driver = os.environ.get("DRIVER_NAME", DEFAULT_DRIVER_NAME)
+    parser.add_argument(
+        "--kubelet-plugins-directory-path",
+        default=plugins,
+        help=f"as for `simdra run` [env KUBELET_PLUGINS_DIRECTORY_PATH; default {plugins}]",
+    )
+    parser.add_argument(
+        "--driver-name",
+        default=driver,
+        help=f"as for `simdra run` [env DRIVER_NAME; default {driver}]",
+    )
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    return parser
+
+
+def usage_main(argv: Sequence[str]) -> int:
+    """`simdra usage [--plugin-dir DIR | --kubelet-plugins-directory-path P --driver-name D]
+    [--output table|json]`; returns the exit status."""
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as exc:  # --help (0) or bad arguments (2)
+        return int(exc.code or 0)
+    data_dir = Path(args.plugin_dir or Path(args.kubelet_plugins_directory_path) / args.driver_name)
+    directory = records_directory(data_dir)
+    if not data_dir.is_dir():
+        print(f"simdra usage: {data_dir}: no such plugin data directory", file=sys.stderr)
+        return 1
+    try:
+        records, problems = read_records(directory) if directory.is_dir() else ({}, [])
+    except OSError as exc:
+        print(f"simdra usage: cannot read {directory}: {exc}", file=sys.stderr)
+        return 1
+    report = usage_report(str(data_dir), records, problems)
+    if args.output == "json":
+        print(json.dumps(report_json(report), indent=2))
+    else:
+        print(render_table(report), end="")
+    return 0

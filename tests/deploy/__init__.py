@@ -1,0 +1,1 @@
+"""Tests of the operator-facing deployment: manifests, image, kind helper."""

@@ -1,0 +1,34 @@
+"""Where the deployment files are, and small lookups over rendered objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+JSON = dict[str, Any]
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+OVERLAYS = ("overlays/fake", "overlays/sysfs", "overlays/fake-inventory")
+KUSTOMIZATIONS = ("base", *OVERLAYS, "examples")
+# Not Kubernetes objects: applied by hand on OpenShift only (validated with our own schema).
+OPENSHIFT_ONLY = ("quota/openshift-clusterresourcequota.yaml",)
+K8S_VERSIONS = ("1.34.0", "1.35.0")
+
+
+def of_kind(objects: Iterable[JSON], kind: str) -> list[JSON]:
+    """The objects of one kind, in order."""
+    return [obj for obj in objects if obj["kind"] == kind]
+
+
+def one(objects: Iterable[JSON], kind: str, name: str | None = None) -> JSON:
+    """The single object of `kind` (and `name`); fails the test if there is not exactly one."""
+    found = [o for o in of_kind(objects, kind) if name is None or o["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def env_of(container: JSON) -> dict[str, JSON]:
+    """A container's env entries by variable name."""
+    return {entry["name"]: entry for entry in container.get("env") or []}

@@ -1,0 +1,176 @@
+"""The DaemonSet each overlay renders gives the plugin what `simdra run` needs on a node."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import PurePosixPath
+
+import pytest
+import yaml
+
+from driver.devices.quantity import parse_quantity
+from tests.deploy.layout import JSON, OVERLAYS, REPO, env_of, one
+
+HOST_DIRS = {
+    "KUBELET_REGISTRAR_DIRECTORY_PATH": "/var/lib/kubelet/plugins_registry",
+    "KUBELET_PLUGINS_DIRECTORY_PATH": "/var/lib/kubelet/plugins",
+    "CDI_ROOT": "/var/run/cdi",
+}
+
+
+def daemonset(objects: list[JSON]) -> JSON:
+    return one(objects, "DaemonSet", "simdra-kubelet-plugin")
+
+
+def plugin_container(objects: list[JSON]) -> JSON:
+    (container,) = daemonset(objects)["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def value(container: JSON, name: str) -> str:
+    entry = env_of(container)[name]
+    assert "value" in entry, f"{name} is not a literal value"
+    return str(entry["value"])
+
+
+def mounts_by_path(objects: list[JSON]) -> dict[str, tuple[JSON, JSON]]:
+    """Container mount path -> (volumeMount, volume)."""
+    pod = daemonset(objects)["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = plugin_container(objects)["volumeMounts"]
+    return {m["mountPath"]: (m, volumes[m["name"]]) for m in mounts}
+
+
+@pytest.fixture(scope="module")
+def run_settings() -> set[str]:
+    """Every environment variable `simdra run` reads, from its own --help."""
+    help_text = subprocess.run(
+        [sys.executable, "-m", "driver", "run", "--help"], cwd=REPO, capture_output=True,
+        text=True, check=True, env={**os.environ, "COLUMNS": "200"}, timeout=60,
+    ).stdout
+    return set(re.findall(r"\[env\s+(\w+);", help_text))
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_env_var_is_a_simdra_run_setting(rendered, overlay, run_settings):
+    names = set(env_of(plugin_container(rendered[overlay])))
+
+    assert names - run_settings == set()
+    assert {"NODE_NAME", "POD_UID", "DEVICE_BACKEND"} <= names
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_node_name_and_pod_uid_come_from_the_downward_api(rendered, overlay):
+    env = env_of(plugin_container(rendered[overlay]))
+
+    assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert env["POD_UID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.uid"}}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_kubelet_and_cdi_dirs_are_host_paths_at_the_same_place(rendered, overlay):
+    container = plugin_container(rendered[overlay])
+    mounts = mounts_by_path(rendered[overlay])
+
+    for name, path in HOST_DIRS.items():
+        assert value(container, name) == path
+        mount, volume = mounts[path]
+        assert volume["hostPath"]["path"] == path, f"{name}: host and container paths differ"
+        assert not mount.get("readOnly"), f"{name}: the plugin writes there"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_rolling_update_overlaps_old_and_new_pod(rendered, overlay):
+    spec = daemonset(rendered[overlay])["spec"]
+    pod = spec["template"]["spec"]
+
+    assert spec["updateStrategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}
+    }
+    # Two pods on one node at once need different socket names (POD_UID) and no host
+    # ports, or the surge pod could never start.
+    assert "POD_UID" in env_of(plugin_container(rendered[overlay]))
+    assert not pod.get("hostNetwork")
+    assert all("hostPort" not in p for p in plugin_container(rendered[overlay])["ports"])
+    assert pod["terminationGracePeriodSeconds"] > 0
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_pod_runs_as_node_critical_with_its_service_account(rendered, overlay):
+    objects = rendered[overlay]
+    pod = daemonset(objects)["spec"]["template"]["spec"]
+    account = one(objects, "ServiceAccount", pod["serviceAccountName"])
+
+    assert pod["priorityClassName"] == "system-node-critical"
+    assert account["metadata"]["namespace"] == daemonset(objects)["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_liveness_probe_and_metrics_port_match_the_plugin_settings(rendered, overlay):
+    container = plugin_container(rendered[overlay])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+
+    health = int(value(container, "HEALTHCHECK_PORT"))
+    assert container["livenessProbe"]["grpc"]["port"] == health == ports["healthz"]
+    assert int(value(container, "METRICS_PORT")) == ports["metrics"]
+    annotations = daemonset(rendered[overlay])["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(ports["metrics"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_resources_have_requests_and_a_memory_limit(rendered, overlay):
+    resources = plugin_container(rendered[overlay])["resources"]
+    memory = {k: parse_quantity(resources[k]["memory"]) for k in ("requests", "limits")}
+
+    assert parse_quantity(resources["requests"]["cpu"]) > 0
+    assert Fraction(0) < memory["requests"] <= memory["limits"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_image_is_simdra_and_never_pulled_when_present(rendered, overlay):
+    container = plugin_container(rendered[overlay])
+
+    assert container["image"] == "simdra:latest"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+
+
+@pytest.mark.parametrize("overlay", ["overlays/fake", "overlays/fake-inventory"])
+def test_fake_devices_need_no_privileges(rendered, overlay):
+    container = plugin_container(rendered[overlay])
+    security = container["securityContext"]
+
+    assert value(container, "DEVICE_BACKEND") == "fake"
+    assert not security.get("privileged")
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["readOnlyRootFilesystem"] is True
+    mounted = set(mounts_by_path(rendered[overlay]))
+    assert not {"/sys", "/dev"} & mounted
+
+
+def test_sysfs_overlay_reads_the_host_devices(rendered):
+    objects = rendered["overlays/sysfs"]
+    container = plugin_container(objects)
+    mounts = mounts_by_path(objects)
+
+    assert value(container, "DEVICE_BACKEND") == "sysfs"
+    assert container["securityContext"]["privileged"] is True
+    sysfs = value(container, "SYSFS_ROOT")
+    mount, volume = mounts[sysfs]
+    assert volume["hostPath"]["path"] == "/sys" and mount["readOnly"] is True
+    assert mounts["/dev"][1]["hostPath"]["path"] == "/dev"
+
+
+def test_fake_inventory_overlay_mounts_the_inventory_it_names(rendered):
+    objects = rendered["overlays/fake-inventory"]
+    profile = PurePosixPath(value(plugin_container(objects), "DEVICE_PROFILE"))
+    mount, volume = mounts_by_path(objects)[str(profile.parent)]
+    config_map = one(objects, "ConfigMap", volume["configMap"]["name"])
+
+    assert mount["readOnly"] is True
+    assert config_map["metadata"]["namespace"] == daemonset(objects)["metadata"]["namespace"]
+    assert "pools" in yaml.safe_load(config_map["data"][profile.name])
