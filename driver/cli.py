@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from driver.config import Config
+from driver.fault_cli import add_fault_parser
+from driver.usage import usage_main
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _BACKENDS = ("fake", "sysfs")
@@ -27,13 +29,21 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--cdi-root", "CDI_ROOT", "/var/run/cdi", "directory for generated CDI spec files"),
     ("--device-backend", "DEVICE_BACKEND", "fake", "device backend: fake or sysfs"),
     ("--device-profile", "DEVICE_PROFILE", "gpu",
-     "fake devices: gpu, nic, gpu,nic, or a path to an inventory YAML file"),
+     "fake devices: comma list of gpu | gpu-shared | gpu-partitioned, and nic; "
+     "or a path to an inventory YAML file"),
     ("--num-devices", "NUM_DEVICES", "8", "number of fake devices per profile"),
     ("--sysfs-root", "SYSFS_ROOT", "/sys", "sysfs mount the sysfs backend reads"),
     ("--pod-uid", "POD_UID", None, "pod UID; when set, socket names allow rolling updates"),
     ("--healthcheck-port", "HEALTHCHECK_PORT", "-1", "gRPC health port (-1: off)"),
     ("--metrics-port", "METRICS_PORT", "-1", "Prometheus metrics port (-1: off)"),
+    ("--rescan-interval", "RESCAN_INTERVAL", "10",
+     "seconds between device rescans (an inventory file is also watched for changes)"),
+    ("--claim-status", "CLAIM_STATUS", "false",
+     "write status.devices of prepared claims (true/false; needs extra RBAC)"),
+    ("--log-format", "LOG_FORMAT", "text", "log format: text or json"),
+    ("--verbosity", "VERBOSITY", "0", "log verbosity: 0 info, 1-3 driver debug, 4+ all debug"),
 ]
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 class UsageError(Exception):
@@ -42,8 +52,11 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `simdra` console script."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["usage"]:  # its own parser: every word after `usage` is its own
+        return usage_main(words[1:])
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -59,9 +72,13 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="run the kubelet plugin")
     for flag, env, default, text in _RUN_FLAGS:
-        run.add_argument(flag, default=os.environ.get(env, default),
+        names = [flag, "-v"] if flag == "--verbosity" else [flag]
+        run.add_argument(*names, default=os.environ.get(env, default),
                          help=f"{text} [env {env}; default {default}]")
     run.set_defaults(handler=_run)
+    add_fault_parser(commands)
+    # Listed for --help only; main() hands `usage` to its own parser.
+    commands.add_parser("usage", help="show consumed device capacity from the plugin's state")
     demo = commands.add_parser("demo", help="end-to-end demo with an API stand-in and kubelet")
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary directory")
     demo.set_defaults(handler=_demo)
@@ -90,6 +107,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
         pod_uid=args.pod_uid or None,
         healthcheck_port=_int(args.healthcheck_port, "--healthcheck-port", -1, 65535),
         metrics_port=_int(args.metrics_port, "--metrics-port", -1, 65535),
+        rescan_interval=_float(args.rescan_interval, "--rescan-interval", 0.5, 86400),
+        claim_status=_bool(args.claim_status, "--claim-status"),
+        log_format=_check(args.log_format, "--log-format", lambda v: v in ("text", "json"),
+                          "must be text or json"),
+        verbosity=_int(args.verbosity, "--verbosity", 0, 10),
     )
 
 
@@ -111,6 +133,23 @@ def _int(value: str, flag: str, low: int, high: int) -> int:
     if not low <= number <= high:
         raise UsageError(f"{flag}={number}: must be between {low} and {high}")
     return number
+
+
+def _float(value: str, flag: str, low: float, high: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag}={value!r}: not a number") from None
+    if not low <= number <= high:
+        raise UsageError(f"{flag}={number:g}: must be between {low:g} and {high:g}")
+    return number
+
+
+def _bool(value: str, flag: str) -> bool:
+    try:
+        return _BOOLEANS[str(value).strip().lower()]
+    except KeyError:
+        raise UsageError(f"{flag}={value!r}: must be true or false") from None
 
 
 def _run(args: argparse.Namespace) -> int:

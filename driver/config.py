@@ -23,6 +23,10 @@ class Config:
     pod_uid: str | None = None
     healthcheck_port: int = -1
     metrics_port: int = -1
+    rescan_interval: float = 10.0
+    claim_status: bool = False
+    log_format: str = "text"
+    verbosity: int = 0
 
     @property
     def data_dir(self) -> Path:

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from driver.atomicfile import TEMP_SUFFIX, remove_durable, safe_child, write_atomic
 from driver.claims.allocation import parse_claim
@@ -38,12 +38,16 @@ from driver.claims.plan import PreparedClaim, plan_prepare
 from driver.claims.source import ClaimSource
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.devices.model import Inventory
+from driver.observability.logs import log_context
 
 log = logging.getLogger(__name__)
 
 InventoryProvider = Callable[[], Inventory]
 Serializer = Callable[[], AbstractContextManager[object]]
+T = TypeVar("T")
 FaultHook = Callable[[str], None]
+# Called with (pool, device) for every device of a claim about to be prepared.
+DeviceHook = Callable[[str, str], None]
 
 
 class StatusWriter(Protocol):
@@ -83,6 +87,7 @@ class Preparer:
         serialize: Serializer | None = None,
         fault: FaultHook | None = None,
         status_writer: StatusWriter | None = None,
+        device_hook: DeviceHook | None = None,
     ) -> None:
         self._driver = driver_name
         self._source = source
@@ -95,6 +100,7 @@ class Preparer:
         self._serialize: Serializer = serialize or (lambda: lock)
         self._fault: FaultHook = fault or (lambda step: None)
         self._status_writer = status_writer
+        self._device_hook = device_hook
         self._records: dict[str, PreparedClaim] = {}
         self._corrupt: dict[str, CorruptRecord] = {}
         self._ledger = CapacityLedger()
@@ -121,7 +127,7 @@ class Preparer:
         with self._serialize():
             self._refresh()
             try:
-                return {ref.uid: self._prepare_one(ref) for ref in claims}
+                return {ref.uid: _in_context(ref, self._prepare_one) for ref in claims}
             finally:
                 self._signature = self._checkpoint.signature()
 
@@ -130,7 +136,7 @@ class Preparer:
         with self._serialize():
             self._refresh()
             try:
-                return {ref.uid: self._unprepare_one(ref) for ref in claims}
+                return {ref.uid: _in_context(ref, self._unprepare_one) for ref in claims}
             finally:
                 self._signature = self._checkpoint.signature()
 
@@ -203,7 +209,20 @@ class Preparer:
         problems = self._ledger.check(prepared)
         if problems:
             raise ClaimError(f"{allocation.label}: " + "; ".join(problems))
+        if self._device_hook is not None:
+            progress.step = "device hook"
+            self._run_device_hook(allocation.label, prepared)
         return prepared
+
+    def _run_device_hook(self, label: str, prepared: PreparedClaim) -> None:
+        """Give the hook each device once, before any side effect; its exception becomes
+        this claim's error (fault injection uses this to fail or delay a prepare)."""
+        assert self._device_hook is not None
+        for pool, device in dict.fromkeys((u.pool, u.device) for u in prepared.units):
+            try:
+                self._device_hook(pool, device)
+            except Exception as exc:  # reported as the claim's error
+                raise ClaimError(f"{label}: {exc}") from exc
 
     def _act(self, prepared: PreparedClaim, spec_path: Path, progress: _Progress) -> None:
         """Record first, then the CDI file: a CDI file never exists without a record."""
@@ -334,6 +353,12 @@ class _Progress:
     def failure(self, ref: ClaimRef, exc: Exception) -> str:
         """The per-claim error text for an unexpected exception at the current step."""
         return f"{_label(ref)}: step {self.step}: {type(exc).__name__}: {exc}"
+
+
+def _in_context(ref: ClaimRef, work: Callable[[ClaimRef], T]) -> T:
+    """Run `work(ref)` with the claim's identity on every log line it emits."""
+    with log_context(claim=f"{ref.namespace}/{ref.name}", claim_uid=ref.uid):
+        return work(ref)
 
 
 def _label(ref: ClaimRef) -> str:

@@ -1,0 +1,182 @@
+"""The node's devices as they are now, kept current while the plugin runs.
+
+`node_view` (pure) turns what the backend discovered, the injected faults and the claims
+prepared on the node into what the scheduler and the kubelet must see: the inventory to
+publish (removed devices dropped, unhealthy ones tainted) and the full health list.
+`LiveDevices` (side effects) re-runs it when something changed: the rescan interval
+elapsed, the inventory file or the fault file changed, or a prepared device vanished.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from driver.devices.backend import DeviceBackend
+from driver.devices.faults import FaultFile, FaultState, apply_removals, health_of
+from driver.devices.model import Device, Inventory, Pool
+from driver.kubelet.health import DeviceHealth, HealthStatus
+
+log = logging.getLogger(__name__)
+
+DeviceKey = tuple[str, str]  # (pool, device)
+
+# The kubelet marks a device Unknown when not reported for this long; the health stream
+# re-sends the full list three times as often.
+HEALTH_TIMEOUT_SECONDS = 30
+VANISHED_MESSAGE = "device disappeared from the node while prepared for a claim"
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What to publish and what to report as health."""
+
+    published: Inventory
+    health: tuple[DeviceHealth, ...]
+
+
+def unhealthy_taint(driver_name: str) -> dict[str, str]:
+    """The taint an unhealthy device carries in its ResourceSlice."""
+    return {"key": f"{driver_name}/unhealthy", "value": "true", "effect": "NoSchedule"}
+
+
+def node_view(discovered: Inventory, faults: FaultState, prepared: Iterable[DeviceKey],
+              driver_name: str) -> NodeView:
+    """Published inventory and health list for this moment (pure)."""
+    present = apply_removals(discovered, faults)
+    health = [_with_timeout(h) for h in health_of(present, faults)]
+    unhealthy = {(h.pool_name, h.device_name) for h in health
+                 if h.health == HealthStatus.UNHEALTHY}
+    known = {(p.name, d.name) for p, d in present.devices()}
+    for pool, device in sorted(set(prepared) - known):
+        health.append(_with_timeout(DeviceHealth(pool, device, HealthStatus.UNHEALTHY,
+                                                 message=VANISHED_MESSAGE)))
+    return NodeView(_tainted(present, unhealthy, unhealthy_taint(driver_name)), tuple(health))
+
+
+def _with_timeout(health: DeviceHealth) -> DeviceHealth:
+    return DeviceHealth(health.pool_name, health.device_name, health.health,
+                        timeout_seconds=HEALTH_TIMEOUT_SECONDS, message=health.message)
+
+
+def _tainted(inventory: Inventory, unhealthy: set[DeviceKey], taint: dict[str, str]) -> Inventory:
+    if not unhealthy:
+        return inventory
+    return Inventory(pools=tuple(
+        Pool(pool.name,
+             tuple(_taint(d, taint) if (pool.name, d.name) in unhealthy else d
+                   for d in pool.devices),
+             pool.shared_counters)
+        for pool in inventory.pools))
+
+
+def _taint(device: Device, taint: dict[str, str]) -> Device:
+    spec = device.to_json()
+    taints = [t for t in spec.get("taints", []) if t.get("key") != taint["key"]]
+    spec["taints"] = [*taints, dict(taint)]
+    return Device(spec=spec, container_edits=device.container_edits)
+
+
+class LiveDevices:
+    """Keeps a NodeView current and hands every new one to `on_change`.
+
+    `poll()` does one round (the background thread calls it every `tick` seconds):
+    rescan when the interval elapsed or the inventory file changed, re-read injected
+    faults, notice prepared devices that vanished, and recompute only when one of these
+    changed. A failed rescan keeps the last good inventory.
+    """
+
+    def __init__(self, backend: DeviceBackend, driver_name: str, *,
+                 on_change: Callable[[NodeView], None],
+                 prepared: Callable[[], Iterable[DeviceKey]] = tuple,
+                 faults: FaultFile | None = None, watched_file: Path | None = None,
+                 rescan_interval: float = 10.0, tick: float = 0.5) -> None:
+        self._backend = backend
+        self._driver = driver_name
+        self._on_change = on_change
+        self._prepared = prepared
+        self._faults = faults
+        self._watched = watched_file
+        self._interval = rescan_interval
+        self._tick = tick
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._discovered = backend.discover()  # errors here stop the plugin at start
+        self._scanned_at = time.monotonic()
+        self._file_identity = self._identity()
+        self.view = self._compute()
+        self._missing = self._vanished()
+
+    def start(self) -> None:
+        """Poll in a background thread until `stop()`."""
+        self._thread = threading.Thread(target=self._loop, name="live-devices", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the background thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def poll(self) -> bool:
+        """One round; True when a new view was handed to `on_change`."""
+        changed = self._rescan_if_due()
+        if self._faults is not None and self._faults.load_if_changed() is not None:
+            changed = True
+        missing = self._vanished()
+        if missing != self._missing:
+            self._missing, changed = missing, True
+        if not changed:
+            return False
+        view = self._compute()
+        if view == self.view:
+            return False
+        self.view = view
+        self._on_change(view)
+        return True
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._tick):
+            try:
+                self.poll()
+            except Exception:  # the plugin keeps serving with the last good view
+                log.exception("device rescan failed; keeping the last good inventory")
+
+    def _rescan_if_due(self) -> bool:
+        identity = self._identity()
+        due = time.monotonic() - self._scanned_at >= self._interval
+        if not due and identity == self._file_identity:
+            return False
+        self._scanned_at, self._file_identity = time.monotonic(), identity
+        try:
+            discovered = self._backend.discover()
+        except Exception as err:  # a bad edit must not take devices away
+            log.error("device rescan failed, keeping the last good inventory: %s", err)
+            return False
+        if discovered == self._discovered:
+            return False
+        log.info("device inventory changed: %d devices now",
+                 sum(len(p.devices) for p in discovered.pools))
+        self._discovered = discovered
+        return True
+
+    def _vanished(self) -> frozenset[DeviceKey]:
+        present = self.view.published
+        return frozenset(k for k in self._prepared() if present.device(*k) is None)
+
+    def _compute(self) -> NodeView:
+        faults = self._faults.current() if self._faults is not None else FaultState()
+        return node_view(self._discovered, faults, self._prepared(), self._driver)
+
+    def _identity(self) -> tuple[int, int, int] | None:
+        if self._watched is None:
+            return None
+        try:
+            stat = self._watched.stat()
+        except OSError:
+            return None
+        return stat.st_ino, stat.st_size, stat.st_mtime_ns
