@@ -42,6 +42,6 @@ class FakeBackend:
         """The simulated inventory; an inventory file is re-read on every call."""
         path = self.inventory_path
         if path is not None:
-            return load_inventory_file(path)
+            return load_inventory_file(path, self._node_name)
         return profile_inventory(self._profile, self._driver_name, self._node_name,
                                  self._num_devices)

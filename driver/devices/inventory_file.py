@@ -3,12 +3,14 @@
 Format::
 
     pools:
-      - name: <pool name>
+      - name: <pool name>          # "{node}" is replaced by the node name
         sharedCounters: [...]      # optional, v1 CounterSet list
         devices: [...]             # each exactly a resource.k8s.io/v1 spec.devices[] entry
 
 What a user writes is what gets published, so the file is validated with the same rules
 the API server applies; an invalid file fails at start with the device and the rule.
+Pool names must be unique across the cluster for one driver, so a file shared by a
+DaemonSet's nodes (a ConfigMap) names its pools with the `{node}` placeholder.
 """
 
 from __future__ import annotations
@@ -19,30 +21,31 @@ from typing import Any
 import yaml
 
 from driver.devices.model import Device, Inventory, Pool
-from driver.slices.validation import validate_device
+from driver.slices.validation import pool_name_errors, validate_device
 
 
 class InventoryFileError(ValueError):
     """The inventory file is unreadable or breaks a ResourceSlice rule."""
 
 
-def load_inventory_file(path: str | Path) -> Inventory:
+def load_inventory_file(path: str | Path, node_name: str = "") -> Inventory:
     """Read and validate an inventory file; raises InventoryFileError naming every problem."""
     path = Path(path)
     try:
         document = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as err:
         raise InventoryFileError(f"inventory file {path}: cannot read: {err}") from err
-    return parse_inventory(document, source=str(path))
+    return parse_inventory(document, source=str(path), node_name=node_name)
 
 
-def parse_inventory(document: Any, source: str = "<inventory>") -> Inventory:
-    """Build an Inventory from a parsed inventory document (pure)."""
+def parse_inventory(document: Any, source: str = "<inventory>", node_name: str = "") -> Inventory:
+    """Build an Inventory from a parsed inventory document (pure); `{node}` in a pool
+    name becomes `node_name`."""
     if not isinstance(document, dict) or not isinstance(document.get("pools"), list):
         raise InventoryFileError(f"inventory file {source}: top level must be a map with 'pools'")
     problems: list[str] = []
-    pools = [_parse_pool(entry, f"pools[{i}]", problems) for i, entry in
-             enumerate(document["pools"])]
+    pools = [_parse_pool(entry, f"pools[{i}]", problems, node_name)
+             for i, entry in enumerate(document["pools"])]
     names = [p.name for p in pools]
     problems += [f"pools: duplicate pool name {n!r}" for n in sorted(set(names))
                  if names.count(n) > 1]
@@ -52,10 +55,12 @@ def parse_inventory(document: Any, source: str = "<inventory>") -> Inventory:
     return Inventory(pools=tuple(pools))
 
 
-def _parse_pool(entry: Any, path: str, problems: list[str]) -> Pool:
+def _parse_pool(entry: Any, path: str, problems: list[str], node_name: str) -> Pool:
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
         problems.append(f"{path}: a pool needs a string 'name'")
         return Pool(name=f"<invalid {path}>", devices=())
+    entry = {**entry, "name": entry["name"].replace("{node}", node_name)}
+    problems += [f"{path}: {err}" for err in pool_name_errors(entry["name"], f"{path}.name")]
     unknown = sorted(set(entry) - {"name", "devices", "sharedCounters"})
     if unknown:
         problems.append(f"{path} ({entry['name']}): unknown keys {unknown}")
@@ -70,10 +75,10 @@ def _parse_pool(entry: Any, path: str, problems: list[str]) -> Pool:
         if not isinstance(device, dict):
             problems.append(f"{where}: a device must be a map")
             continue
-        label = f"{where} ({device.get('name', '?')})"
+        label = f"device {device.get('name', '?')!r}"
         problems += [f"{label}: {err}" for err in validate_device(device, where)]
         if device.get("name") in seen:
-            problems.append(f"{label}: duplicate device name in pool {entry['name']!r}")
+            problems.append(f"{where}: {label}: duplicate device name in pool {entry['name']!r}")
         seen.add(str(device.get("name")))
     return Pool(
         name=entry["name"],

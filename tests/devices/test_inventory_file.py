@@ -1,0 +1,99 @@
+"""Inventory files: what a user writes is what gets published, or a start-up error that
+names the device and the rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from driver.devices.backend import FakeBackend
+from driver.devices.inventory_file import InventoryFileError, load_inventory_file
+
+NIC = {
+    "name": "nic-0",
+    "allowMultipleAllocations": True,
+    "attributes": {"type": {"string": "nic"}},
+    "capacity": {"bandwidth": {"value": "10G", "requestPolicy": {
+        "default": "1M", "validRange": {"min": "1M", "step": "8"}}}},
+}
+
+
+def _write(tmp_path: Path, document: object) -> Path:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_devices_are_kept_exactly_as_written(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"pools": [{"name": "rack-1", "devices": [NIC]}]})
+
+    inventory = load_inventory_file(path)
+
+    [pool] = inventory.pools
+    assert pool.name == "rack-1"
+    assert [d.to_json() for d in pool.devices] == [NIC]
+
+
+def test_node_placeholder_makes_pool_names_unique_per_node(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"pools": [{"name": "{node}-nics", "devices": [NIC]}]})
+
+    backend = FakeBackend(str(path), "dra.example.com", "worker-7", 8)
+
+    assert [p.name for p in backend.discover().pools] == ["worker-7-nics"]
+
+
+@pytest.mark.parametrize(("device", "expected"), [
+    ({"name": "Bad_Name"}, "Bad_Name"),
+    ({"name": "gpu-0", "attributes": {"model": {"string": "x" * 65}}}, "64"),
+    ({"name": "nic-1", "capacity": {"bandwidth": {
+        "value": "10G", "requestPolicy": {"default": "1M"}}}}, "allowMultipleAllocations"),
+    ({"name": "nic-2", "allowMultipleAllocations": True, "capacity": {"bandwidth": {
+        "value": "10G", "requestPolicy": {"default": "1500k",
+                                          "validRange": {"min": "1M", "step": "1M"}}}}},
+     "nic-2"),
+])
+def test_invalid_device_is_reported_with_its_name_and_rule(
+        tmp_path: Path, device: dict, expected: str) -> None:
+    path = _write(tmp_path, {"pools": [{"name": "p", "devices": [{"name": "fine"}, device]}]})
+
+    with pytest.raises(InventoryFileError) as error:
+        load_inventory_file(path)
+
+    message = str(error.value)
+    assert str(path) in message and "pools[0].devices[1]" in message and expected in message
+
+
+def test_duplicate_device_and_pool_names_are_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"pools": [
+        {"name": "p", "devices": [{"name": "a"}, {"name": "a"}]},
+        {"name": "p", "devices": []},
+    ]})
+
+    with pytest.raises(InventoryFileError) as error:
+        load_inventory_file(path)
+
+    assert "duplicate device name" in str(error.value)
+    assert "duplicate pool name 'p'" in str(error.value)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("pools: [ {name: p, devices: [ {name: a} ]", "cannot read"),
+    ("devices: []", "top level must be a map with 'pools'"),
+    ("pools: [ {name: p, colour: red} ]", "unknown keys ['colour']"),
+    ("pools: [ {name: 'Bad Pool'} ]", "pools[0].name"),
+])
+def test_malformed_files_name_the_problem(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(text)
+
+    with pytest.raises(InventoryFileError) as error:
+        load_inventory_file(path)
+
+    assert expected in str(error.value)
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InventoryFileError, match="cannot read"):
+        load_inventory_file(tmp_path / "absent.yaml")
