@@ -27,7 +27,8 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--kubelet-plugins-directory-path", "KUBELET_PLUGINS_DIRECTORY_PATH",
      "/var/lib/kubelet/plugins", "directory holding the plugin's data directory"),
     ("--cdi-root", "CDI_ROOT", "/var/run/cdi", "directory for generated CDI spec files"),
-    ("--device-backend", "DEVICE_BACKEND", "fake", "device backend: fake or sysfs"),
+    ("--device-backend", "DEVICE_BACKEND", "fake",
+     "device backend: fake, sysfs, or package.module:ClassName (a custom DeviceBackend)"),
     ("--device-profile", "DEVICE_PROFILE", "gpu",
      "fake devices: comma list of gpu | gpu-shared | gpu-partitioned, and nic; "
      "or a path to an inventory YAML file"),
@@ -91,8 +92,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         raise UsageError("--node-name (env NODE_NAME) is required")
     driver = _check(args.driver_name, "--driver-name", _valid_driver_name,
                     "must be a lower-case DNS subdomain of at most 63 characters")
-    backend = _check(args.device_backend, "--device-backend", lambda v: v in _BACKENDS,
-                     f"must be one of {', '.join(_BACKENDS)}")
+    backend = _backend(args.device_backend)
     return Config(
         node_name=args.node_name,
         driver_name=driver,
@@ -113,6 +113,20 @@ def config_from_args(args: argparse.Namespace) -> Config:
                           "must be text or json"),
         verbosity=_int(args.verbosity, "--verbosity", 0, 10),
     )
+
+
+def _backend(value: str) -> str:
+    """A built-in backend name, or a `module:Class` that imports and has `discover()`."""
+    if value in _BACKENDS:
+        return value
+    from driver.devices.loader import BackendSpecError, load_backend_class
+
+    try:
+        load_backend_class(value)
+    except BackendSpecError as err:
+        rule = f"must be {', '.join(_BACKENDS)} or package.module:ClassName"
+        raise UsageError(f"--device-backend={value!r}: {rule}; {err}") from None
+    return value
 
 
 def _valid_driver_name(value: str) -> bool:

@@ -43,7 +43,12 @@ HEALTH_RESEND_SECONDS = 10.0
 
 
 def make_backend(config: Config) -> DeviceBackend:
-    """The device backend `--device-backend` names."""
+    """The device backend `--device-backend` names: built in, or `module:Class`
+    constructed as `Class(config)` (see `driver.devices.loader`)."""
+    from driver.devices.loader import is_backend_spec, load_backend_class
+
+    if is_backend_spec(config.device_backend):
+        return load_backend_class(config.device_backend)(config)
     if config.device_backend == "sysfs":
         return SysfsBackend(config.sysfs_root, node_name=config.node_name,
                             driver_name=config.driver_name)

@@ -2,28 +2,29 @@
 
     simdra run --device-backend driver.devices.examples.fpga:FpgaBackend
 
-What it reads is the kernel's FPGA manager class (Documentation/ABI/testing/
+It reads the kernel's FPGA manager class (Documentation/ABI/testing/
 sysfs-class-fpga-manager): one `<sysfs>/class/fpga_manager/fpga<N>` per FPGA, with
-`name` (the low-level manager driver, e.g. "DFL FME FPGA Manager") and `state`
-("operating", "power off", "write error", ...). Each entry links into the device tree,
-so a PCI function above it is the card's PCI address. Intel's Device Feature List (DFL)
-driver puts the manager below the card's management engine (FME)::
+`name` (the manager driver, e.g. "DFL FME FPGA Manager") and `state` ("operating",
+"write error", ...; Intel's DFL manager says "unknown" until a bitstream is loaded
+through it). Each entry links into the device tree, so a PCI function above it is the
+card's PCI address. The DFL driver puts the manager below the card's management engine::
 
     devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/fpga_region/region0/
         dfl-fme.0/dfl-fme-mgr.0/fpga_manager/fpga0
         dfl-port.0/
 
-The FME and the ports (one accelerator each) beside it are character devices (they have
-a `dev` file) that udev names `/dev/dfl-fme.0` and `/dev/dfl-port.0`; a container given
-the card gets them all. Other managers (e.g. Xilinx ZynqMP) have no such node, and the
-card is published without container edits: a real driver adds its vendor's nodes.
+The FME and the ports beside it (one accelerator each) are character devices (they
+have a `dev` file) that udev names `/dev/dfl-fme.0` and `/dev/dfl-port.0`; a container
+given the card gets them all. Other managers (e.g. Xilinx ZynqMP) have no such node and
+the card is published without container edits: a real driver adds its vendor's nodes.
 
-Names must survive restarts: `fpga<N>` is numbered in probe order, so it is not used.
-A card is named after its PCI address (`fpga-0000-3b-00-0`), else after the device the
-manager belongs to (a device-tree name such as `firmware:zynqmp-firmware:pcap`).
+Names must survive restarts, and `fpga<N>` is numbered in probe order, so a card is
+named after its PCI address (`fpga-0000-3b-00-0`), else after the device its manager
+belongs to (a device-tree name such as `firmware:zynqmp-firmware:pcap`).
 
-Left out, as an example should: health from the `status` file, programming bitstreams,
-VF/SR-IOV ports. Publishing, prepare, CDI specs and the checkpoint are the plugin's.
+Left out, as an example should: health from the `status` file, loading bitstreams,
+ports moved to SR-IOV VFs. Publishing, prepare, CDI specs and the checkpoint are the
+plugin's; this file only says what the node has.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from driver.devices.sysfs.files import read_text, resolve
 from driver.devices.sysfs.names import label, unique_names
 from driver.devices.sysfs.values import string_attr
 
-PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # standard attribute, facts 4.x
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # a standard attribute (facts 4.7)
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _DFL_FME = re.compile(r"^dfl-fme\.\d+$")
 _DFL_NODE = re.compile(r"^dfl-(fme|port)\.\d+$")
