@@ -20,9 +20,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client
 
@@ -35,6 +35,7 @@ from driver.testing.apiserver import APIServer
 from driver.testing.kubelet import KubeletEmulator
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 DRIVER = "dra.example.com"
 
 
@@ -311,6 +312,20 @@ class LocalCluster:
         """NodeUnprepareResources for these claims through the kubelet emulator."""
         assert self.kubelet is not None
         return self.kubelet.unprepare(list(refs), driver_name=self.driver_name, version=version)
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 15.0,
+               what: str = "condition") -> T:
+    """Poll `predicate` until it returns something truthy and return that; AssertionError
+    naming `what` after `timeout` seconds (for tests and demos)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -18,20 +17,11 @@ import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
+from driver.testing.cluster import LocalCluster, wait_until
 from driver.testing.kubelet import KubeletError
 
 TAINT_KEY = "dra.example.com/unhealthy"
 
-
-def _wait(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def _fault(cluster: LocalCluster, *words: str) -> None:
@@ -71,22 +61,23 @@ def test_injected_unhealthy_device_is_streamed_and_tainted_until_healthy(
         cluster: LocalCluster) -> None:
     cluster.start_plugin(num_devices=4)
     health = HealthWatch(cluster)
-    _wait(lambda: health.latest().get("gpu-3"), what="first health message")
+    wait_until(lambda: health.latest().get("gpu-3"), what="first health message")
     assert {d["health"] for d in health.latest().values()} == {"Healthy"}
     assert all(d["health_check_timeout_seconds"] > 0 for d in health.latest().values())
 
     _fault(cluster, "gpu-3", "unhealthy", "--message", "ECC errors")
 
-    _wait(lambda: health.latest()["gpu-3"]["health"] == "Unhealthy", what="unhealthy in stream")
+    wait_until(lambda: health.latest()["gpu-3"]["health"] == "Unhealthy",
+               what="unhealthy in stream")
     assert "ECC errors" in health.latest()["gpu-3"]["message"]
-    [taint] = _wait(lambda: _taints(cluster, "gpu-3"), what="taint")
+    [taint] = wait_until(lambda: _taints(cluster, "gpu-3"), what="taint")
     assert (taint["key"], taint["effect"]) == (TAINT_KEY, "NoSchedule")
     assert _taints(cluster, "gpu-2") == []
 
     _fault(cluster, "gpu-3", "healthy")
 
-    _wait(lambda: health.latest()["gpu-3"]["health"] == "Healthy", what="healthy again")
-    _wait(lambda: _taints(cluster, "gpu-3") == [] and "gpu-3" in cluster.published_devices(),
+    wait_until(lambda: health.latest()["gpu-3"]["health"] == "Healthy", what="healthy again")
+    wait_until(lambda: _taints(cluster, "gpu-3") == [] and "gpu-3" in cluster.published_devices(),
           what="taint removed")
 
 
@@ -94,10 +85,10 @@ def test_removed_device_is_unpublished_and_comes_back(cluster: LocalCluster) -> 
     cluster.start_plugin(num_devices=3)
 
     _fault(cluster, "gpu-1", "remove")
-    _wait(lambda: sorted(cluster.published_devices()) == ["gpu-0", "gpu-2"], what="removal")
+    wait_until(lambda: sorted(cluster.published_devices()) == ["gpu-0", "gpu-2"], what="removal")
 
     _fault(cluster, "gpu-1", "add")
-    _wait(lambda: sorted(cluster.published_devices()) == ["gpu-0", "gpu-1", "gpu-2"],
+    wait_until(lambda: sorted(cluster.published_devices()) == ["gpu-0", "gpu-1", "gpu-2"],
           what="device back")
 
 
@@ -112,10 +103,10 @@ def test_device_vanishing_while_prepared_keeps_claim_and_is_unhealthy(
 
     _fault(cluster, "gpu-0", "remove")
 
-    _wait(lambda: health.latest().get("gpu-0", {}).get("health") == "Unhealthy",
+    wait_until(lambda: health.latest().get("gpu-0", {}).get("health") == "Unhealthy",
           what="vanished device reported unhealthy")
     assert "disappeared" in health.latest()["gpu-0"]["message"]
-    _wait(lambda: cluster.published_devices() == {}, what="device unpublished")
+    wait_until(lambda: cluster.published_devices() == {}, what="device unpublished")
     assert cluster.unprepare(ref) == {ref.uid: {"error": ""}}
     assert list(cluster.cdi_root.glob(f"*{ref.uid}*")) == []
 
@@ -148,7 +139,7 @@ def test_inventory_file_edits_are_republished(cluster: LocalCluster) -> None:
     cluster.start_plugin(profile=str(inventory))
 
     write(["a-0", "a-2", "a-3"])  # one removed, two added
-    _wait(lambda: sorted(cluster.published_devices()) == ["a-0", "a-2", "a-3"],
+    wait_until(lambda: sorted(cluster.published_devices()) == ["a-0", "a-2", "a-3"],
           what="edited inventory published")
     [item] = cluster.complete_pools()["edge"]
     assert item["spec"]["pool"]["resourceSliceCount"] == 1
@@ -159,7 +150,7 @@ def test_inventory_file_edits_are_republished(cluster: LocalCluster) -> None:
 
 
 def _logged_port(cluster: LocalCluster, plugin: Any, what: str) -> int:
-    match = _wait(lambda: re.search(rf"{what} on port (\d+)", plugin.log()), what=what)
+    match = wait_until(lambda: re.search(rf"{what} on port (\d+)", plugin.log()), what=what)
     return int(match.group(1))
 
 
@@ -174,5 +165,5 @@ def test_grpc_health_check_fails_when_a_socket_is_gone(cluster: LocalCluster) ->
 
         assert status() == health_pb2.HealthCheckResponse.SERVING
         (cluster.data_dir / "dra.sock").unlink()
-        _wait(lambda: status() == health_pb2.HealthCheckResponse.NOT_SERVING,
+        wait_until(lambda: status() == health_pb2.HealthCheckResponse.NOT_SERVING,
               what="NOT_SERVING after the DRA socket vanished")

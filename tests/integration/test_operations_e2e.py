@@ -7,25 +7,12 @@ import json
 import re
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
-from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster, PluginProcess
-
-
-def _wait(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+from driver.testing.cluster import LocalCluster, PluginProcess, wait_until
 
 
 def _nic_claim(cluster: LocalCluster, name: str, bandwidth: str = "1G") -> None:
@@ -35,7 +22,7 @@ def _nic_claim(cluster: LocalCluster, name: str, bandwidth: str = "1G") -> None:
 
 
 def _scrape(plugin: PluginProcess) -> dict[tuple[str, tuple], float]:
-    port = int(_wait(lambda: re.search(r"metrics on port (\d+)", plugin.log()),
+    port = int(wait_until(lambda: re.search(r"metrics on port (\d+)", plugin.log()),
                      what="metrics port").group(1))
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
@@ -88,7 +75,7 @@ def test_claim_status_devices_written_on_prepare_and_removed_on_unprepare(
         claim = cluster.api.get_object("resourceclaims", "reported", "default") or {}
         return claim.get("status", {}).get("devices", [])
 
-    [entry] = _wait(status_devices, what="status.devices")
+    [entry] = wait_until(status_devices, what="status.devices")
     assert (entry["driver"], entry["device"], entry["shareID"]) == (
         cluster.driver_name, "nic-0", share_id)
     [ready] = [c for c in entry["conditions"] if c["type"] == "Ready"]
@@ -97,7 +84,7 @@ def test_claim_status_devices_written_on_prepare_and_removed_on_unprepare(
 
     cluster.unprepare(ref)
 
-    _wait(lambda: status_devices() == [], what="status.devices removed")
+    wait_until(lambda: status_devices() == [], what="status.devices removed")
 
 
 def test_usage_reads_a_running_plugins_state(cluster: LocalCluster) -> None:

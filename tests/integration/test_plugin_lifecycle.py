@@ -15,17 +15,7 @@ import kubernetes_validate
 import yaml
 
 from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
-
-
-def _wait(predicate, timeout: float = 15.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+from driver.testing.cluster import LocalCluster, wait_until
 
 
 def test_registers_with_v1_first_and_serves_dra_socket(cluster: LocalCluster) -> None:
@@ -85,7 +75,7 @@ def test_slices_deleted_behind_its_back_come_back(cluster: LocalCluster) -> None
     cluster.resource.delete_collection_resource_slice(
         field_selector=f"spec.nodeName={cluster.node_name}")
 
-    _wait(lambda: set(cluster.published_devices()) == before, what="republished slices")
+    wait_until(lambda: set(cluster.published_devices()) == before, what="republished slices")
 
 
 def test_quiet_node_makes_no_api_writes(cluster: LocalCluster) -> None:
