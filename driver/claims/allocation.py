@@ -165,7 +165,7 @@ def _result(entry: dict[str, Any], path: str, where: str) -> AllocatedDevice:
         pool=_string(entry, "pool", where, f"{path}.pool"),
         device=_string(entry, "device", where, f"{path}.device"),
         share_id=share_id,
-        consumed_capacity=_quantities(entry, "consumedCapacity", where, f"{path}.consumedCapacity"),
+        consumed_capacity=_consumed(entry, where, f"{path}.consumedCapacity"),
         admin_access=bool(admin),
     )
 
@@ -189,6 +189,17 @@ def _config(entry: Any, path: str, where: str) -> OpaqueConfig | None:
         parameters=opaque.get("parameters"),
         path=path,
     )
+
+
+def _consumed(entry: dict[str, Any], where: str, path: str) -> dict[str, Fraction]:
+    # A negative amount would lower the total the capacity ledger adds up and let an
+    # overbooking share through, so it is refused like any other malformed field.
+    consumed = _quantities(entry, "consumedCapacity", where, path)
+    for name, amount in consumed.items():
+        if amount < 0:
+            raise ClaimError(f"{where}: field {path}[{name}]: {entry['consumedCapacity'][name]!r} "
+                             "is negative")
+    return consumed
 
 
 def _quantities(entry: dict[str, Any], key: str, where: str, path: str) -> dict[str, Fraction]:

@@ -33,11 +33,11 @@ def fpga_manager(tree: SysfsTree, parent: Path, number: int, name: str, state: s
 
 
 def dfl_card(tree: SysfsTree, address: str, *, fme: int, ports: tuple[int, ...],
-             manager: int, state: str = "unknown") -> Path:
-    """An Intel DFL card: PCI function -> region -> FME (+ manager) and ports, where the
-    FME and ports are character devices (a `dev` file) and the manager is not."""
+             manager: int, state: str = "unknown", bridge: str | None = None) -> Path:
+    """An Intel DFL card: PCI function (behind `bridge`) -> region -> FME (+ manager) and
+    ports, where the FME and ports are character devices (a `dev` file), the manager not."""
     function = tree.pci_function(address, class_code=0x120000, vendor=0x8086,
-                                 device=0x0B30, driver="dfl-pci")
+                                 device=0x0B30, driver="dfl-pci", bridge=bridge)
     region = function / "fpga_region" / f"region{fme}"
     for node in (f"dfl-fme.{fme}", *(f"dfl-port.{p}" for p in ports)):
         (region / node).mkdir(parents=True)
@@ -55,10 +55,12 @@ def zynqmp(tree: SysfsTree, number: int = 0) -> Path:
 
 
 def fpga_node(tree: SysfsTree, swap_probe_order: bool = False) -> SysfsTree:
-    """Two DFL cards; the one at the higher address probed first (fpga0) unless swapped."""
+    """Two DFL cards, one behind a PCIe bridge; the one at the higher address is probed
+    first (fpga0) unless swapped."""
     first, second = (1, 0) if swap_probe_order else (0, 1)
     dfl_card(tree, "0000:af:00.0", fme=0, ports=(0, 1), manager=first)
-    dfl_card(tree, "0000:3b:00.0", fme=1, ports=(2,), manager=second, state="write error")
+    dfl_card(tree, "0000:3b:00.0", fme=1, ports=(2,), manager=second, state="write error",
+             bridge="0000:3a:00.0")
     return tree
 
 
@@ -89,7 +91,7 @@ def test_each_card_is_one_exclusive_fpga_named_after_its_pci_address(tree: Sysfs
 
 
 def test_attributes_come_from_the_manager_files_and_the_pci_address(tree: SysfsTree) -> None:
-    card = devices(discover(tree))["fpga-0000-3b-00-0"]
+    card = devices(discover(tree))["fpga-0000-3b-00-0"]  # the card, not its bridge 3a:00.0
 
     assert card.spec["attributes"] == {
         "type": {"string": "fpga"},
@@ -140,6 +142,12 @@ def test_every_device_passes_api_validation(tree: SysfsTree) -> None:
     errors = [str(e) for i, d in enumerate(found)
               for e in validate_device(d.to_json(), f"spec.devices[{i}]")]
     assert errors == []
+
+
+def test_an_unreadable_state_is_published_as_unknown(tree: SysfsTree) -> None:
+    (tree.sys / "class/fpga_manager/fpga1/state").unlink()
+
+    assert devices(discover(tree))["fpga-0000-3b-00-0"].attribute("state") == "unknown"
 
 
 def test_a_node_without_fpga_drivers_has_an_empty_pool(tmp_path: Path) -> None:

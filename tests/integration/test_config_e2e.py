@@ -133,6 +133,24 @@ def test_config_reaches_only_the_requests_it_names(node: LocalCluster) -> None:
     }
 
 
+def test_config_for_a_request_reaches_the_subrequest_chosen_for_it(
+        node: LocalCluster) -> None:
+    request = {"name": "net", "firstAvailable": [
+        {"name": "huge", "deviceClassName": NIC_CLASS,
+         "capacity": {"requests": {"bandwidth": "20G"}}},  # more than any NIC has
+        {"name": "small", "deviceClassName": NIC_CLASS,
+         "capacity": {"requests": {"bandwidth": "1G"}}},
+    ]}
+
+    env = _prepared(node, "first-available", request, config=[
+        _ours(_nic_config(mtu=9000), requests=["net"]),
+        _ours(_nic_config(vlan=5), requests=["net/small"]),
+        _ours(_nic_config(vlan=6), requests=["net/huge"]),
+    ])
+
+    assert _config_keys(env["net/small"]) == {"NIC_MTU": "9000", "NIC_VLAN": "5"}
+
+
 NET_1G = exactly("net", NIC_CLASS, capacity={"requests": {"bandwidth": "1G"}})
 
 

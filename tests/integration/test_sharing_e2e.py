@@ -37,19 +37,9 @@ GIB = 2**30
 def shared_node() -> Iterator[LocalCluster]:
     """Three shared GPUs (80Gi memory, 100 compute each) and three 10G NICs; each test
     pins the devices it fills with a selector, so tests do not see each other's shares."""
-    yield from _node("gpu-shared,nic", 3)
-
-
-@pytest.fixture(scope="module")
-def partitioned_node() -> Iterator[LocalCluster]:
-    """One physical GPU as a whole device plus its MIG-like partitions."""
-    yield from _node("gpu-partitioned", 1)
-
-
-def _node(profile: str, num_devices: int) -> Iterator[LocalCluster]:
     workdir = Path(tempfile.mkdtemp(dir="/tmp", prefix="sds-"))
     with LocalCluster(workdir) as local:
-        local.start_plugin(profile=profile, num_devices=num_devices)
+        local.start_plugin(profile="gpu-shared,nic", num_devices=3)
         yield local
     shutil.rmtree(workdir, ignore_errors=True)
 
@@ -167,6 +157,30 @@ def test_shares_fill_a_gpu_exactly_then_allocator_and_ledger_refuse_more(
     shared_node.unprepare(forged, *refs[1:])
 
 
+def test_forged_negative_share_cannot_make_room_for_an_overbooking(
+        shared_node: LocalCluster) -> None:
+    full = {"requests": {"memory": "80Gi", "compute": "100"}}
+    shared_node.create_claim("full-2", exactly("gpu", GPU_CLASS, selectors=_on("index", 2),
+                                               capacity=full))
+    [result] = _results(shared_node.allocate("full-2"))
+    owner = shared_node.claim_ref("full-2")
+    assert shared_node.prepare("full-2")[owner.uid]["error"] == ""
+    negative = _forge(shared_node, "negative-2", [
+        {**result, "shareID": str(uuid.uuid4()),
+         "consumedCapacity": {"memory": "-80Gi", "compute": "0"}}])
+    overbooking = _forge(shared_node, "overbooking-2", [
+        {**result, "shareID": str(uuid.uuid4())}])
+
+    answer = shared_node.prepare("negative-2", "overbooking-2")
+
+    assert ("field status.allocation.devices.results[0].consumedCapacity[memory]: "
+            "'-80Gi' is negative") in answer[negative.uid]["error"]
+    assert "used 80Gi by 1 other share(s), asked 80Gi" in answer[overbooking.uid]["error"]
+    assert _leaves_no_trace(shared_node, negative.uid)
+    assert _leaves_no_trace(shared_node, overbooking.uid)
+    shared_node.unprepare(owner)
+
+
 # --- request policy rounding ----------------------------------------------------------
 
 
@@ -234,8 +248,9 @@ def test_admin_access_to_a_full_gpu_is_prepared_and_consumes_nothing(
 
 
 def test_partition_in_use_blocks_the_whole_gpu_in_allocator_and_ledger(
-        partitioned_node: LocalCluster) -> None:
-    node = partitioned_node
+        cluster: LocalCluster) -> None:
+    node = cluster
+    plugin = node.start_plugin(profile="gpu-partitioned", num_devices=1)
     whole_gpu = node.published_devices()["gpu-0"]
     node.create_claim("part", exactly("gpu", GPU_CLASS, selectors=_on("profile", "3g.40gb")))
     [part_result] = _results(node.allocate("part"))
@@ -259,6 +274,9 @@ def test_partition_in_use_blocks_the_whole_gpu_in_allocator_and_ledger(
         node.allocate("whole")
     assert "gpu-0-counters/slices: needs 7, 3 of 7 used" in str(refused.value)
 
+    # The ledger of a restarted plugin is rebuilt from its checkpoint.
+    plugin.stop()
+    node.start_plugin(profile="gpu-partitioned", num_devices=1)
     forged = _forge(node, "whole-forged", [{**part_result, "device": "gpu-0"}])
     error = node.prepare("whole-forged")[forged.uid]["error"]
 

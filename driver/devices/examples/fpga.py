@@ -128,8 +128,9 @@ def fpga_device(name: str, card: FpgaCard) -> Device:
     attributes: JSON = {"type": string_attr("fpga")}
     if card.manager_name:
         attributes["manager"] = string_attr(card.manager_name)
-    if card.state:
-        attributes["state"] = string_attr(card.state)
+    # Always present, so a selector on it never meets a missing key; "unknown" is the
+    # kernel's own word for a state it cannot tell.
+    attributes["state"] = string_attr(card.state or "unknown")
     if card.pci_address:
         attributes[PCI_BUS_ID] = string_attr(card.pci_address)
     edits: JSON = {}
