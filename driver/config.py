@@ -19,6 +19,7 @@ class Config:
     device_backend: str = "fake"
     device_profile: str = "gpu"
     sysfs_root: Path = Path("/sys")
+    dev_root: Path = Path("/dev")
     num_devices: int = 8
     pod_uid: str | None = None
     healthcheck_port: int = -1

@@ -50,7 +50,7 @@ def make_backend(config: Config) -> DeviceBackend:
     if is_backend_spec(config.device_backend):
         return load_backend_class(config.device_backend)(config)
     if config.device_backend == "sysfs":
-        return SysfsBackend(config.sysfs_root, node_name=config.node_name,
+        return SysfsBackend(config.sysfs_root, config.dev_root, node_name=config.node_name,
                             driver_name=config.driver_name)
     return FakeBackend(config.device_profile, config.driver_name, config.node_name,
                        config.num_devices)

@@ -134,6 +134,7 @@ def plan_prepare(
         raise ClaimError(f"{where}: no devices are allocated by driver {driver_name}")
     entries = _decode_config(allocation, where)
     groups = _group_results(allocation.results)
+    _check_shares_allocated_once(groups, where)
     ambiguous = _ambiguous_device_names(groups)
     kind = _kind(driver_name, where)
     drafts = [
@@ -189,6 +190,20 @@ def _group_results(
     for result in results:
         groups.setdefault((result.pool, result.device, result.share_id), []).append(result)
     return groups
+
+
+def _check_shares_allocated_once(
+    groups: Mapping[UnitKey, list[AllocatedDevice]], where: str
+) -> None:
+    # The scheduler draws a fresh shareID for every allocation of a multi-allocatable
+    # device; one shareID in two results would make their consumed capacity count once.
+    for (pool, device, share_id), results in groups.items():
+        if share_id is not None and len(results) > 1:
+            requests = ", ".join(r.request for r in results)
+            raise ClaimError(
+                f"{where}: device {pool}/{device}: shareID {share_id} appears in "
+                f"{len(results)} allocation results (requests {requests}); each share is "
+                "allocated once")
 
 
 def _ambiguous_device_names(groups: Mapping[UnitKey, list[AllocatedDevice]]) -> set[str]:

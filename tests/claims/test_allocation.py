@@ -163,3 +163,13 @@ def test_parse_does_not_change_its_input():
 def test_non_object_claim_is_refused():
     with pytest.raises(ClaimError, match="not a JSON object"):
         parse_claim(["x"], DRIVER, ClaimRef("ns", "n", "u"))
+
+
+def test_negative_consumed_capacity_is_refused_naming_the_field():
+    # A negative share would lower the ledger's sum and let another claim overbook.
+    raw = claim(UID, [result("gpu", "gpu-0", share=SHARE_1, consumed={"memory": "-80Gi"})])
+
+    with pytest.raises(ClaimError) as error:
+        parse_claim(raw, DRIVER)
+
+    assert "consumedCapacity[memory]" in str(error.value) and "negative" in str(error.value)

@@ -249,3 +249,17 @@ def test_partition_records_its_counters_and_tells_the_workload_its_profile():
 def test_device_consuming_a_counter_set_its_pool_lacks_is_a_claim_error():
     with pytest.raises(ClaimError, match="consumes counter set gpu-0-counters, which pool"):
         _plan([result("g", "gpu-0-3g-0")], _partitioned_inventory(counters=False))
+
+
+def test_one_share_id_in_two_results_is_refused():
+    # Forged: the scheduler draws a fresh shareID per allocation, and counting both
+    # results as one share would let the second's capacity go unaccounted.
+    with pytest.raises(ClaimError) as error:
+        _plan([
+            result("net-a", "nic-0", share=SHARE_1, consumed={"bandwidth": "5G"}),
+            result("net-b", "nic-0", share=SHARE_1, consumed={"bandwidth": "5G"}),
+        ])
+
+    message = str(error.value)
+    assert UID in message and "nic-0" in message and SHARE_1 in message
+    assert "net-a, net-b" in message
