@@ -16,6 +16,7 @@ from typing import Any
 
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
+from driver.usage import usage_main
 
 JSON = dict[str, Any]
 
@@ -74,35 +75,38 @@ def _demo(cluster: LocalCluster) -> None:
 
     _title("4. NodePrepareResources (kubelet -> plugin, DRA v1)")
     answer = cluster.prepare(*claims, version="v1")
-    refs = {ref.uid: ref for ref in (cluster.claim_ref(n) for n in claims)}
-    for uid, entry in answer.items():
-        print(f"claim {refs[uid].name} ({uid}):")
+    refs = [cluster.claim_ref(name) for name in claims]
+    for ref in refs:
+        entry = answer[ref.uid]
+        print(f"claim {ref.name} ({ref.uid}):")
         if entry["error"]:
-            raise RuntimeError(f"prepare of {refs[uid].name} failed: {entry['error']}")
+            raise RuntimeError(f"prepare of {ref.name} failed: {entry['error']}")
         for device in entry["devices"]:
             share = f", share {device['share_id']}" if device["share_id"] else ""
-            print(
-                f"  {device['pool_name']}/{device['device_name']} for "
-                f"{','.join(device['request_names'])}{share}"
-            )
+            print(f"  {device['pool_name']}/{device['device_name']} for "
+                  f"{','.join(device['request_names'])}{share}")
             for cdi_id in device["cdi_device_ids"]:
                 print(f"    CDI device {cdi_id}")
 
     _title("5. CDI spec written for claim web-a")
-    web_a = refs_by_name(refs)["web-a"]
+    web_a = cluster.claim_ref("web-a")
     spec_path = next(cluster.cdi_root.glob(f"*_{web_a.uid}.json"))
     print(spec_path)
     print(json.dumps(json.loads(spec_path.read_text()), indent=2))
 
-    _title("6. NodeUnprepareResources")
-    unprepared = cluster.unprepare(*refs.values(), version="v1")
+    _title("6. Capacity in use on the node (simdra usage)")
+    if usage_main(["--plugin-dir", str(cluster.data_dir)]) != 0:
+        raise RuntimeError("simdra usage failed")
+
+    _title("7. NodeUnprepareResources")
+    unprepared = cluster.unprepare(*refs, version="v1")
     failed = {uid: e["error"] for uid, e in unprepared.items() if e["error"]}
     if failed:
         raise RuntimeError(f"unprepare failed: {failed}")
     left = sorted(p.name for p in cluster.cdi_root.iterdir())
     print(f"unprepared {len(unprepared)} claims; CDI spec files left: {left or 'none'}")
 
-    _title("7. Plugin stopped with SIGTERM")
+    _title("8. Plugin stopped with SIGTERM")
     code = plugin.stop(signal.SIGTERM)
     sockets = sorted(str(p) for p in cluster.workdir.rglob("*.sock"))
     print(f"exit code {code}; sockets left: {sockets or 'none'}")
@@ -141,11 +145,6 @@ def format_result(result: JSON) -> str:
         consumed = ", ".join(f"{k}={v}" for k, v in result.get("consumedCapacity", {}).items())
         text += f" (share {result['shareID']}, consumes {consumed})"
     return text
-
-
-def refs_by_name(refs: dict[str, Any]) -> dict[str, Any]:
-    """Claim name -> ClaimRef."""
-    return {ref.name: ref for ref in refs.values()}
 
 
 def _title(text: str) -> None:

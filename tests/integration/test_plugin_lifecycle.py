@@ -205,5 +205,6 @@ def test_demo_runs_end_to_end() -> None:
 
     assert result.returncode == 0, result.stdout + result.stderr
     for marker in ("Published ResourceSlices", "NodePrepareResources", "cdiVersion",
+                   "bandwidth  2G    10G   8G",
                    "CDI spec files left: none", "sockets left: none"):
         assert marker in result.stdout
