@@ -1,10 +1,12 @@
 """Render the Kustomize trees under deploy/: with `kubectl kustomize` when kubectl is on
 PATH, otherwise with a small loader that understands exactly the features deploy/ uses.
 
-The loader follows `resources:` (files and directories, recursively), applies `patches:`
-given as strategic-merge patch files, and the `images:` transformer. Any other
-kustomization field makes it fail loudly, so a manifest change that needs more of
-Kustomize shows up here instead of silently rendering something different.
+The loader follows `resources:` (files and directories, recursively), applies
+`components:` (kind Component: their resources join, their patches and images act on
+everything accumulated so far), applies `patches:` given as strategic-merge patch files,
+and the `images:` transformer, in that order, as Kustomize does. Any other kustomization
+field makes it fail loudly, so a manifest change that needs more of Kustomize shows up
+here instead of silently rendering something different.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ JSON = dict[str, Any]
 ObjectKey = tuple[str, str, str, str]
 
 KUSTOMIZATION_FILE = "kustomization.yaml"
-SUPPORTED_FIELDS = frozenset({"apiVersion", "kind", "resources", "patches", "images"})
+SUPPORTED_FIELDS = frozenset(
+    {"apiVersion", "kind", "resources", "components", "patches", "images"}
+)
+KUSTOMIZATION = "Kustomization"
+COMPONENT = "Component"
 
 # Strategic-merge keys of the list fields deploy/ patches (Kubernetes `patchMergeKey`s).
 # A list field not named here is replaced by the patch, as for atomic lists.
@@ -74,17 +80,43 @@ def load_yaml_objects(path: Path) -> list[JSON]:
 
 def load_kustomization(directory: Path) -> list[JSON]:
     """Render `directory` without kubectl (see the module docstring for what is supported)."""
+    return _build(directory, [], expected_kind=None)
+
+
+def _read_kustomization(directory: Path, expected_kind: str | None) -> JSON:
+    """The kustomization file's fields, checked against what the loader supports.
+
+    `expected_kind` is Component for a `components:` entry and Kustomization for a
+    `resources:` entry (Kustomize refuses a Component there); None accepts either.
+    """
     file = directory / KUSTOMIZATION_FILE
     spec = yaml.safe_load(file.read_text()) or {}
     unknown = sorted(set(spec) - SUPPORTED_FIELDS)
     if unknown:
         raise KustomizeError(f"{file}: fields {unknown} are not supported by the fallback loader")
-    objects: list[JSON] = []
+    kind = spec.get("kind", KUSTOMIZATION)
+    if kind not in (KUSTOMIZATION, COMPONENT):
+        raise KustomizeError(f"{file}: unknown kind {kind!r}")
+    if expected_kind is not None and kind != expected_kind:
+        raise KustomizeError(f"{file}: expected kind {expected_kind!r}, found {kind!r}")
+    return spec
+
+
+def _build(directory: Path, accumulated: list[JSON], expected_kind: str | None) -> list[JSON]:
+    """The objects of one kustomization (or component) on top of `accumulated`, which a
+    component's patches and images also act on (a kustomization starts from [])."""
+    file = directory / KUSTOMIZATION_FILE
+    spec = _read_kustomization(directory, expected_kind)
+    objects = copy.deepcopy(accumulated)
     for entry in spec.get("resources") or []:
-        if Path(entry).is_absolute():
-            raise KustomizeError(f"{file}: resource {entry}: Kustomize rejects absolute paths")
-        source = (directory / entry).resolve()
-        objects += load_kustomization(source) if source.is_dir() else load_yaml_objects(source)
+        source = _relative_entry(directory, entry, file, "resource")
+        objects += (_build(source, [], KUSTOMIZATION) if source.is_dir()
+                    else load_yaml_objects(source))
+    for entry in spec.get("components") or []:
+        component = _relative_entry(directory, entry, file, "component")
+        if not component.is_dir():
+            raise KustomizeError(f"{file}: component {entry} must be a directory")
+        objects = _build(component, objects, COMPONENT)
     for patch in spec.get("patches") or []:
         if set(patch) != {"path"}:
             raise KustomizeError(f"{file}: only `patches: [{{path: file}}]` is supported")
@@ -93,6 +125,12 @@ def load_kustomization(directory: Path) -> list[JSON]:
     for image in spec.get("images") or []:
         apply_image(objects, image)
     return objects
+
+
+def _relative_entry(directory: Path, entry: str, file: Path, what: str) -> Path:
+    if Path(entry).is_absolute():
+        raise KustomizeError(f"{file}: {what} {entry}: Kustomize rejects absolute paths")
+    return (directory / entry).resolve()
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:

@@ -10,8 +10,14 @@ JSON = dict[str, Any]
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-OVERLAYS = ("overlays/fake", "overlays/sysfs", "overlays/fake-inventory")
+OVERLAYS = ("overlays/fake", "overlays/sysfs", "overlays/fake-inventory",
+            "overlays/fake-claim-status")
 KUSTOMIZATIONS = ("base", *OVERLAYS, "examples")
+# Opt-in features (Kustomize components) and the overlays that turn each one on.
+CLAIM_STATUS_COMPONENT = "components/claim-status"
+CLAIM_STATUS_OVERLAYS = ("overlays/fake-claim-status",)
+PLUGIN_ROLE = "simdra-kubelet-plugin"
+CLAIM_STATUS_ROLE = "simdra-kubelet-plugin-claim-status"
 # Not Kubernetes objects: applied by hand on OpenShift only (validated with our own schema).
 OPENSHIFT_ONLY = ("quota/openshift-clusterresourcequota.yaml",)
 K8S_VERSIONS = ("1.34.0", "1.35.0")

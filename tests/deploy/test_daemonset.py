@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from driver.devices.quantity import parse_quantity
-from tests.deploy.layout import JSON, OVERLAYS, REPO, env_of, one
+from tests.deploy.layout import CLAIM_STATUS_OVERLAYS, JSON, OVERLAYS, REPO, env_of, one
 
 HOST_DIRS = {
     "KUBELET_REGISTRAR_DIRECTORY_PATH": "/var/lib/kubelet/plugins_registry",
@@ -46,20 +46,25 @@ def mounts_by_path(objects: list[JSON]) -> dict[str, tuple[JSON, JSON]]:
 
 
 @pytest.fixture(scope="module")
-def run_settings() -> set[str]:
-    """Every environment variable `simdra run` reads, from its own --help."""
+def run_settings() -> dict[str, str]:
+    """Every environment variable `simdra run` reads and its default, from its own --help."""
     help_text = subprocess.run(
         [sys.executable, "-m", "driver", "run", "--help"], cwd=REPO, capture_output=True,
         text=True, check=True, env={**os.environ, "COLUMNS": "200"}, timeout=60,
     ).stdout
-    return set(re.findall(r"\[env\s+(\w+);", help_text))
+    return dict(re.findall(r"\[env\s+(\w+);\s*default\s+([^\]]*)\]", help_text))
+
+
+def effective(container: JSON, name: str, run_settings: dict[str, str]) -> str:
+    """What `simdra run` uses for a setting: the env value, else its default."""
+    return value(container, name) if name in env_of(container) else run_settings[name]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_env_var_is_a_simdra_run_setting(rendered, overlay, run_settings):
     names = set(env_of(plugin_container(rendered[overlay])))
 
-    assert names - run_settings == set()
+    assert names - run_settings.keys() == set()
     assert {"NODE_NAME", "POD_UID", "DEVICE_BACKEND"} <= names
 
 
@@ -152,7 +157,7 @@ def test_fake_devices_need_no_privileges(rendered, overlay):
     assert not {"/sys", "/dev"} & mounted
 
 
-def test_sysfs_overlay_reads_the_host_devices(rendered):
+def test_sysfs_overlay_reads_the_host_devices(rendered, run_settings):
     objects = rendered["overlays/sysfs"]
     container = plugin_container(objects)
     mounts = mounts_by_path(objects)
@@ -162,7 +167,17 @@ def test_sysfs_overlay_reads_the_host_devices(rendered):
     sysfs = value(container, "SYSFS_ROOT")
     mount, volume = mounts[sysfs]
     assert volume["hostPath"]["path"] == "/sys" and mount["readOnly"] is True
-    assert mounts["/dev"][1]["hostPath"]["path"] == "/dev"
+    # Device nodes are found under DEV_ROOT, which must be the host's /dev.
+    dev_root = effective(container, "DEV_ROOT", run_settings)
+    assert mounts[dev_root][1]["hostPath"]["path"] == "/dev"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_claim_status_is_on_only_with_the_component(rendered, overlay, run_settings):
+    container = plugin_container(rendered[overlay])
+
+    claim_status = effective(container, "CLAIM_STATUS", run_settings)
+    assert claim_status == ("true" if overlay in CLAIM_STATUS_OVERLAYS else "false")
 
 
 def test_fake_inventory_overlay_mounts_the_inventory_it_names(rendered):

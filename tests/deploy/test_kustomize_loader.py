@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.deploy.kustomize import (
+    JSON,
     KustomizeError,
     by_key,
     kubectl_available,
@@ -19,7 +20,14 @@ from tests.deploy.kustomize import (
     rewrite_image,
     strategic_merge,
 )
-from tests.deploy.layout import DEPLOY, KUSTOMIZATIONS, one
+from tests.deploy.layout import (
+    CLAIM_STATUS_COMPONENT,
+    CLAIM_STATUS_ROLE,
+    DEPLOY,
+    KUSTOMIZATIONS,
+    env_of,
+    one,
+)
 
 needs_kubectl = pytest.mark.skipif(not kubectl_available(), reason="kubectl is not on PATH")
 
@@ -73,6 +81,70 @@ def test_user_overlay_can_point_the_daemonset_at_its_registry(tmp_path, rule, im
     assert daemonset["spec"]["template"]["spec"]["containers"][0]["image"] == image
     if kubectl_available():
         assert by_key(fallback) == by_key(render_with_kubectl(directory))
+
+
+def both_renderings(directory: Path) -> list[JSON]:
+    """The fallback loader's objects, checked against kubectl's when kubectl is here."""
+    fallback = load_kustomization(directory)
+    if kubectl_available():
+        assert by_key(fallback) == by_key(render_with_kubectl(directory))
+    return fallback
+
+
+def claim_status_env(objects: list[JSON]) -> str | None:
+    (container,) = one(objects, "DaemonSet")["spec"]["template"]["spec"]["containers"]
+    entry = env_of(container).get("CLAIM_STATUS")
+    return None if entry is None else entry["value"]
+
+
+def test_claim_status_component_can_be_added_to_any_overlay(tmp_path):
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [relative(DEPLOY / "overlays" / "sysfs", tmp_path)],
+        "components": [relative(DEPLOY / CLAIM_STATUS_COMPONENT, tmp_path)],
+    }))
+
+    objects = both_renderings(tmp_path)
+
+    assert claim_status_env(objects) == "true"
+    assert one(objects, "ClusterRole", CLAIM_STATUS_ROLE)
+    assert one(objects, "ClusterRoleBinding", CLAIM_STATUS_ROLE)
+
+
+def test_own_patches_apply_after_components(tmp_path):
+    """An overlay's own patch overrides what a component set, as in Kustomize."""
+    (tmp_path / "off.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "simdra-kubelet-plugin", "namespace": "simdra"},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "plugin", "env": [{"name": "CLAIM_STATUS", "value": "false"}]}]}}},
+    }))
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [relative(DEPLOY / "overlays" / "fake", tmp_path)],
+        "components": [relative(DEPLOY / CLAIM_STATUS_COMPONENT, tmp_path)],
+        "patches": [{"path": "off.yaml"}],
+    }))
+
+    assert claim_status_env(both_renderings(tmp_path)) == "false"
+
+
+@pytest.mark.parametrize(
+    ("field", "entry", "message"),
+    [
+        ("resources", CLAIM_STATUS_COMPONENT, "expected kind 'Kustomization'"),
+        ("components", "base", "expected kind 'Component'"),
+    ],
+)
+def test_components_and_kustomizations_are_not_interchangeable(tmp_path, field, entry,
+                                                               message):
+    spec = {"resources": [relative(DEPLOY / "base", tmp_path)]}
+    spec[field] = [relative(DEPLOY / entry, tmp_path)]  # replaces resources for "resources"
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(spec))
+
+    with pytest.raises(KustomizeError, match=message):
+        load_kustomization(tmp_path)
+    if kubectl_available():
+        with pytest.raises(KustomizeError, match="Component"):
+            render_with_kubectl(tmp_path)
 
 
 def test_strategic_merge_merges_keyed_lists_and_replaces_the_rest():

@@ -1,26 +1,42 @@
-"""The plugin's ServiceAccount may do exactly what the plugin needs, and the admission
-policy confines its ResourceSlice writes to its own node."""
+"""The plugin's ServiceAccount may do exactly what the plugin needs with the features its
+overlay turns on (claim status writes only with the claim-status component), and the
+admission policy confines its ResourceSlice writes to its own node."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.deploy.layout import JSON, env_of, one
+from tests.deploy.layout import (
+    CLAIM_STATUS_OVERLAYS,
+    CLAIM_STATUS_ROLE,
+    JSON,
+    OVERLAYS,
+    PLUGIN_ROLE,
+    env_of,
+    of_kind,
+    one,
+)
 
-# (apiGroup, resource, verb, resourceName or "") the node plugin needs, and nothing more.
-EXPECTED_PERMISSIONS = {
+Permission = tuple[str, str, str, str]  # (apiGroup, resource, verb, resourceName or "")
+
+# What the node plugin needs with its default settings, and nothing more.
+BASE_PERMISSIONS = {
     *(("resource.k8s.io", "resourceslices", verb, "")
       for verb in ("get", "list", "watch", "create", "update", "delete")),
     ("resource.k8s.io", "resourceclaims", "get", ""),
+    ("", "nodes", "get", ""),
+}
+# What claim status reporting (CLAIM_STATUS=true) adds: writing status.devices.
+CLAIM_STATUS_PERMISSIONS = {
     ("resource.k8s.io", "resourceclaims/status", "update", ""),
     ("resource.k8s.io", "resourceclaims/status", "patch", ""),
     ("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "dra.example.com"),
     ("resource.k8s.io", "resourceclaims/driver", "associated-node:patch", "dra.example.com"),
-    ("", "nodes", "get", ""),
 }
+CLAIM_RESOURCES = {"resourceclaims/status", "resourceclaims/driver"}
 
 
-def permissions(role: JSON) -> set[tuple[str, str, str, str]]:
+def permissions(role: JSON) -> set[Permission]:
     """Every (group, resource, verb, resourceName) a ClusterRole grants."""
     granted = set()
     for rule in role["rules"]:
@@ -32,11 +48,6 @@ def permissions(role: JSON) -> set[tuple[str, str, str, str]]:
     return granted
 
 
-@pytest.fixture
-def base(rendered) -> list[JSON]:
-    return rendered["base"]
-
-
 def plugin_identity(objects: list[JSON]) -> tuple[str, str]:
     """(namespace, ServiceAccount name) the plugin pods run as."""
     daemonset = one(objects, "DaemonSet")
@@ -44,31 +55,72 @@ def plugin_identity(objects: list[JSON]) -> tuple[str, str]:
         "serviceAccountName"]
 
 
-def test_cluster_role_grants_exactly_what_the_plugin_uses(base):
-    role = one(base, "ClusterRole")
+def plugin_permissions(objects: list[JSON]) -> set[Permission]:
+    """What the plugin's ServiceAccount may do: every ClusterRole bound to it, together."""
+    namespace, account = plugin_identity(objects)
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+    granted: set[Permission] = set()
+    for binding in of_kind(objects, "ClusterRoleBinding"):
+        if subject in binding["subjects"]:
+            granted |= permissions(one(objects, "ClusterRole", binding["roleRef"]["name"]))
+    return granted
+
+
+@pytest.fixture
+def base(rendered) -> list[JSON]:
+    return rendered["base"]
+
+
+@pytest.fixture
+def with_claim_status(rendered) -> list[JSON]:
+    return rendered[CLAIM_STATUS_OVERLAYS[0]]
+
+
+def test_base_role_grants_exactly_what_the_plugin_uses_by_default(base):
+    role = one(base, "ClusterRole", PLUGIN_ROLE)
     granted = permissions(role)
 
-    assert granted == EXPECTED_PERMISSIONS
+    assert granted == BASE_PERMISSIONS
+    assert not {grant[1] for grant in granted} & CLAIM_RESOURCES, "no claim status writes"
     assert not any("*" in part for grant in granted for part in grant)
     assert not any("nonResourceURLs" in rule for rule in role["rules"])
 
 
-def test_driver_subresource_is_limited_to_our_driver_name(base):
-    (container,) = one(base, "DaemonSet")["spec"]["template"]["spec"]["containers"]
+def test_claim_status_role_grants_exactly_the_status_writes(with_claim_status):
+    role = one(with_claim_status, "ClusterRole", CLAIM_STATUS_ROLE)
+
+    assert permissions(role) == CLAIM_STATUS_PERMISSIONS
+    assert not any("nonResourceURLs" in rule for rule in role["rules"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_claim_status_permissions_come_only_with_the_component(rendered, overlay):
+    extra = CLAIM_STATUS_PERMISSIONS if overlay in CLAIM_STATUS_OVERLAYS else set()
+
+    assert plugin_permissions(rendered[overlay]) == BASE_PERMISSIONS | extra
+    # The base role stays the same either way: the component adds a role of its own.
+    assert permissions(one(rendered[overlay], "ClusterRole", PLUGIN_ROLE)) == BASE_PERMISSIONS
+
+
+def test_driver_subresource_is_limited_to_our_driver_name(with_claim_status):
+    (container,) = one(with_claim_status, "DaemonSet")["spec"]["template"]["spec"][
+        "containers"]
     driver = env_of(container)["DRIVER_NAME"]["value"]
 
-    names = {g[3] for g in permissions(one(base, "ClusterRole")) if g[1] == "resourceclaims/driver"}
+    names = {g[3] for g in plugin_permissions(with_claim_status)
+             if g[1] == "resourceclaims/driver"}
     assert names == {driver}
 
 
-def test_binding_gives_the_role_to_the_plugin_service_account(base):
-    binding = one(base, "ClusterRoleBinding")
-    namespace, account = plugin_identity(base)
+@pytest.mark.parametrize("role", [PLUGIN_ROLE, CLAIM_STATUS_ROLE])
+def test_binding_gives_the_role_to_the_plugin_service_account(with_claim_status, role):
+    binding = one(with_claim_status, "ClusterRoleBinding", role)
+    namespace, account = plugin_identity(with_claim_status)
 
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",
-        "name": one(base, "ClusterRole")["metadata"]["name"],
+        "name": one(with_claim_status, "ClusterRole", role)["metadata"]["name"],
     }
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
                                     "namespace": namespace}]
