@@ -28,7 +28,8 @@ retried after the next successful write and by `retry_pending()` (the plugin may
 it periodically). A pending write is dropped once it succeeds, once the claim is gone
 or replaced (404, other UID), or when a newer write for the same claim supersedes it.
 
-RBAC the plugin's ServiceAccount needs, in addition to reading ResourceClaims::
+RBAC the plugin's ServiceAccount needs, in addition to reading ResourceClaims (shipped
+as the opt-in Kustomize component `deploy/components/claim-status`)::
 
     - apiGroups: ["resource.k8s.io"]
       resources: ["resourceclaims"]
