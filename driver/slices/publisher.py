@@ -34,6 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,7 @@ class Publisher:
         backoff: Backoff | None = None,
         watch_timeout: int = 300,
         node_uid_max_age: float = 10.0,
+        write_concurrency: int = 4,
     ) -> None:
         self._api = SliceApi(api_client, driver, node)
         self._driver, self._node = driver, node
@@ -106,6 +108,7 @@ class Publisher:
         self._backoff = backoff or Backoff()
         self._watch_timeout = watch_timeout
         self._node_uid_max_age = node_uid_max_age
+        self._write_concurrency = max(1, write_concurrency)
         self._cache = SliceCache()
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -404,10 +407,10 @@ class Publisher:
         self._clean[pool] = False
         self._log_plan(plan)
         try:
-            for write in plan.writes:
+            for phase in _phases(plan.writes):
                 if self._stop.is_set():
                     return
-                self._execute(write)
+                self._execute_phase(phase)
         except ApiError as err:
             self._handle_error(pool, err)
             return
@@ -430,7 +433,40 @@ class Publisher:
                  " (bumped)" if plan.bumped else "", plan.slice_count, counts["delete"],
                  counts["update"], counts["create"])
 
-    def _execute(self, write: SliceWrite) -> None:
+    def _execute_phase(self, writes: list[SliceWrite]) -> None:
+        """Send one phase's writes (all deletes, all updates or all creates), several at
+        a time: their order within a phase does not matter to consumers, and a kubelet
+        wiping the node's slices then costs round trips in parallel, not in sequence.
+        Bookkeeping stays on this thread; errors are raised after the whole phase."""
+        if len(writes) == 1 or self._write_concurrency == 1:
+            for write in writes:
+                self._record(write, self._send(write))
+            return
+        errors: list[ApiError] = []
+        with ThreadPoolExecutor(min(self._write_concurrency, len(writes)),
+                                thread_name_prefix="slice-write") as sender:
+            futures = [(write, sender.submit(self._send, write)) for write in writes]
+            for write, future in futures:
+                try:
+                    self._record(write, future.result())
+                except ApiError as err:
+                    errors.append(err)
+        if errors:
+            raise self._worst_of(errors)
+
+    def _worst_of(self, errors: list[ApiError]) -> ApiError:
+        """Count every failed write of a phase; the one to handle is the one asking for
+        the longest wait (a 429 with Retry-After), else the first."""
+        worst = max(errors, key=lambda err: err.retry_after or 0.0)
+        for err in errors:
+            if err is not worst:
+                self._count_error(err.kind)
+                if err.kind in _QUICK_RETRY_KINDS:
+                    self._reread(err)
+        return worst
+
+    def _send(self, write: SliceWrite) -> JSON | None:
+        """The API call of one write: the stored object, or None for a delete."""
         log.debug("%s slice %r of pool %r (%s)", write.verb, write.name, write.pool,
                   write.reason)
         if write.verb == "delete":
@@ -439,15 +475,19 @@ class Publisher:
             except ApiError as err:
                 if err.kind != "not_found":
                     raise
-            else:
-                self._count_write("delete")
-            self._cache.remove(write.name, write.uid)
-            return
+            return None
         assert write.body is not None and write.index is not None
         if write.verb == "update":
-            stored = self._api.replace(write.body)
-        else:
-            stored = self._api.create(write.body)
+            return self._api.replace(write.body)
+        return self._api.create(write.body)
+
+    def _record(self, write: SliceWrite, stored: JSON | None) -> None:
+        """Count a sent write and keep the observed cache and checks current."""
+        if write.verb == "delete":
+            self._count_write("delete")
+            self._cache.remove(write.name, write.uid)
+            return
+        assert stored is not None
         self._count_write(write.verb)
         self._cache.put(stored)
         self._check_stored(write, stored)
@@ -583,6 +623,17 @@ class Publisher:
                           pool_of(obj))
                 self._signal({pool})
         return str(resource_version) if resource_version else None
+
+
+def _phases(writes: Iterable[SliceWrite]) -> list[list[SliceWrite]]:
+    """Consecutive writes of the same verb, in plan order (deletes, updates, creates)."""
+    phases: list[list[SliceWrite]] = []
+    for write in writes:
+        if phases and phases[-1][0].verb == write.verb:
+            phases[-1].append(write)
+        else:
+            phases.append([write])
+    return phases
 
 
 def _generation(obj: JSON) -> int:
