@@ -107,7 +107,8 @@ def _parse_options(raw: list[Any], path: str) -> tuple[list[Fraction], list[Fiel
 def _option_errors(
     options: list[Fraction], capacity: Fraction, raw: list[Any], path: str
 ) -> list[FieldError]:
-    # `i` indexes the parsed options, also into `raw`, as the API server does.
+    # `i` counts parsed options and also indexes `raw`; the two differ only when an option
+    # did not parse, which is already reported.
     errors = []
     seen: set[int] = set()
     for i, option in enumerate(options):
