@@ -108,12 +108,19 @@ class ResourceHealthServicer:
                 stop.set()
             self._streams.add(stop)
         log.info("%s health stream opened", self.version)
+        updates = self._source.watch(stop)
         try:
-            for devices in self._source.watch(stop):
+            for devices in updates:
                 if stop.is_set():
                     break
                 yield watch_response(self._pb, devices, int(time.time()))
         finally:
+            # gRPC may drop a cancelled stream without asking for the next message, so
+            # tell the source here rather than rely on it noticing `stop` in time.
+            stop.set()
+            close = getattr(updates, "close", None)
+            if close is not None:
+                close()
             with self._lock:
                 self._streams.discard(stop)
             log.info("%s health stream closed", self.version)

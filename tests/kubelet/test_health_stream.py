@@ -32,9 +32,11 @@ class _Scripted:
 
     def watch(self, stop: threading.Event) -> Iterator[Sequence[DeviceHealth]]:
         self.watching.set()
-        yield from self.lists
-        stop.wait()
-        self.stopped.set()
+        try:
+            yield from self.lists
+            stop.wait()
+        finally:  # ended by `stop` or closed by the servicer: either way, released
+            self.stopped.set()
 
 
 @pytest.mark.parametrize("version", ["v1alpha1", "v1"])
