@@ -26,6 +26,7 @@ from driver.kube import load_api_client
 from driver.kubelet.health import HealthBoard
 from driver.kubelet.healthcheck import start_healthcheck_server
 from driver.kubelet.plugin import start_kubelet_plugin
+from driver.kubelet.serialize import CallSerializer
 from driver.kubelet.sockets import dra_socket_path, registration_socket_path
 from driver.observability.logs import configure_logging
 from driver.observability.metrics import InstrumentedPreparer, PluginMetrics
@@ -142,9 +143,13 @@ class Plugin:
         cfg = self.config
         if cfg.claim_status:
             self._status = ClaimStatusWriter(self._api_client, cfg.driver_name)
+        # One prepare/unprepare at a time, across instances during a rolling update (the
+        # Go helper's serialize.lock). The preparer takes it after reading the claims.
+        serializer = CallSerializer(str(cfg.data_dir / SERIALIZE_LOCK_FILE))
         return Preparer(
             cfg.driver_name, ApiClaimSource(self._api_client), lambda: self.inventory,
-            cfg.cdi_root, cfg.data_dir, status_writer=self._status,
+            cfg.cdi_root, cfg.data_dir, serialize=lambda: serializer,
+            status_writer=self._status,
             device_hook=prepare_faults.before_device if prepare_faults else None)
 
     def _start_kubelet(self) -> None:
@@ -156,7 +161,7 @@ class Plugin:
                                      cfg.pod_uid or ""),
             InstrumentedPreparer(self.preparer, self.metrics),
             health=self._board,
-            lock_file=str(cfg.data_dir / SERIALIZE_LOCK_FILE),
+            serialize=False,  # the preparer serializes, after reading the claims
         )
         self._stops.append(kubelet.stop)
         self._sockets = [kubelet.dra_socket, kubelet.registration_socket]

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from driver.atomicfile import TEMP_SUFFIX, remove_durable, safe_child, write_atomic
 from driver.claims.allocation import parse_claim
@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 InventoryProvider = Callable[[], Inventory]
 Serializer = Callable[[], AbstractContextManager[object]]
 T = TypeVar("T")
+# A claim as read from the API server, or the exception reading it raised.
+_Fetched = dict[str, Any] | Exception
 FaultHook = Callable[[str], None]
 # Called with (pool, device) for every device of a claim about to be prepared.
 DeviceHook = Callable[[str, str], None]
@@ -123,13 +125,32 @@ class Preparer:
         return list(self._corrupt.values())
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
-        """Prepare each claim on its own; every requested UID gets exactly one answer."""
+        """Prepare each claim on its own; every requested UID gets exactly one answer.
+
+        Claims are read from the API server before taking the lock, as the Go helper
+        does: a slow API server then delays this call only, not the unprepares and
+        prepares of other pods waiting for the lock."""
+        fetched = self._fetch([ref for ref in claims if ref.uid not in self._records])
         with self._serialize():
             self._refresh()
             try:
-                return {ref.uid: _in_context(ref, self._prepare_one) for ref in claims}
+                return {
+                    ref.uid: _in_context(ref, lambda r: self._prepare_one(r, fetched.get(r.uid)))
+                    for ref in claims
+                }
             finally:
                 self._signature = self._checkpoint.signature()
+
+    def _fetch(self, claims: list[ClaimRef]) -> dict[str, _Fetched]:
+        """Each claim's JSON, or the exception reading it raised (reported later, as that
+        claim's error)."""
+        fetched: dict[str, _Fetched] = {}
+        for ref in claims:
+            try:
+                fetched[ref.uid] = self._source.get(ref.namespace, ref.name)
+            except Exception as exc:  # becomes this claim's error, at step "fetch claim"
+                fetched[ref.uid] = exc
+        return fetched
 
     def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
         """Unprepare each claim from persisted state alone; unknown UIDs succeed."""
@@ -151,10 +172,10 @@ class Preparer:
 
     # --- prepare ------------------------------------------------------------------
 
-    def _prepare_one(self, ref: ClaimRef) -> PrepareResult:
+    def _prepare_one(self, ref: ClaimRef, fetched: _Fetched | None) -> PrepareResult:
         progress = _Progress("check claim uid")
         try:
-            prepared = self._prepare_claim(ref, progress)
+            prepared = self._prepare_claim(ref, fetched, progress)
         except ClaimError as exc:
             log.warning("prepare failed at step %r: %s", progress.step, exc)
             return PrepareResult(error=f"{exc} [step: {progress.step}]")
@@ -164,7 +185,9 @@ class Preparer:
         self._report_status(ref, prepared)
         return prepared.result
 
-    def _prepare_claim(self, ref: ClaimRef, progress: _Progress) -> PreparedClaim:
+    def _prepare_claim(
+        self, ref: ClaimRef, fetched: _Fetched | None, progress: _Progress
+    ) -> PreparedClaim:
         self._record_path(ref)
         spec_path = self._spec_path(ref)
         if ref.uid in self._corrupt:
@@ -178,7 +201,7 @@ class Preparer:
             progress.step = "restore CDI spec"
             self._ensure_spec(recorded)
             return recorded
-        prepared = self._plan(ref, progress)
+        prepared = self._plan(ref, fetched, progress)
         self._act(prepared, spec_path, progress)
         log.info("prepared %s: %s", _label(ref), [u.cdi_id for u in prepared.units])
         return prepared
@@ -195,10 +218,14 @@ class Preparer:
         except Exception:
             log.exception("status update of %s failed; the claim itself is fine", _label(ref))
 
-    def _plan(self, ref: ClaimRef, progress: _Progress) -> PreparedClaim:
+    def _plan(self, ref: ClaimRef, fetched: _Fetched | None, progress: _Progress) -> PreparedClaim:
         """Everything up to the first side effect: fetch, parse, plan, check."""
         progress.step = "fetch claim"
-        raw = self._source.get(ref.namespace, ref.name)
+        if fetched is None:  # recorded when prepare() looked, gone after the refresh
+            fetched = self._source.get(ref.namespace, ref.name)
+        if isinstance(fetched, Exception):
+            raise fetched
+        raw = fetched
         progress.step = "read allocation"
         allocation = parse_claim(raw, self._driver, ref)
         progress.step = "read inventory"

@@ -193,8 +193,10 @@ def test_hostile_claim_uids_never_become_paths(node, tmp_path, uid):
     assert node.files() == ([], [])
 
 
-def test_prepare_and_unprepare_run_inside_serialize(node):
+def test_claims_are_read_outside_the_lock_and_written_inside(node):
+    # As the Go helper: a slow API server must not hold the lock other calls wait for.
     inside = []
+    steps = []
 
     @contextlib.contextmanager
     def serialize():
@@ -204,15 +206,27 @@ def test_prepare_and_unprepare_run_inside_serialize(node):
 
     class CheckingSource(StaticClaimSource):
         def get(self, namespace, name):
-            assert inside, "claim fetched outside the serialized section"
+            assert not inside, "claim read while holding the serialization lock"
             return super().get(namespace, name)
 
     node.source = CheckingSource()
     ref = node.add(A, result("gpus", "gpu-0"))
-    preparer = node.preparer(serialize=serialize)
+    preparer = node.preparer(serialize=serialize,
+                             fault=lambda step: steps.append((step, bool(inside))))
     _ok(preparer.prepare([ref]))
     _ok(preparer.unprepare([ref]))
     assert inside == []
+    assert steps and all(held for _, held in steps), steps
+
+
+def test_a_failed_read_is_that_claims_error_only(node):
+    good = node.add(A, result("gpus", "gpu-0"))
+    missing = ClaimRef("default", "gone", B)
+
+    results = node.preparer().prepare([good, missing])
+
+    assert results[A].error == ""
+    assert "gone" in results[B].error and "fetch claim" in results[B].error
 
 
 def test_corrupt_record_blocks_prepare_and_unprepare_cleans_up_keeping_it_aside(node):
