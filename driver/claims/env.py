@@ -31,7 +31,7 @@ CLAIM, CLAIM_UID, REQUEST      `ns/name`, claim UID, request(s) as allocated (`r
 SHARE_ID                       shareID of a share of a multi-allocatable device
 CAPACITY_<CAP>                 what the unit holds as a quantity (`8Gi`, `1500M`): the
                                consumedCapacity of a share, the full capacity of an
-                               exclusive device
+                               exclusive device; absent with admin access
 CAPACITY_<CAP>_VALUE           the same as an integer, rounded up (bytes for memory)
 ADMIN_ACCESS=true              admin access (monitoring; reserves nothing)
 PARTITION=true                 a partition of a physical device, with PARTITION_PROFILE

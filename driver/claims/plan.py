@@ -364,11 +364,12 @@ def _env_values(
     ]
     if unit.share_id is not None:
         values.append(("SHARE_ID", unit.share_id))
-    for name, amount in sorted(unit.granted.items()):
-        values.append((capacity_key(name), quantity_text(amount)))
-        values.append((f"{capacity_key(name)}_VALUE", str(ceil_int(amount))))
-    if unit.admin_access:
+    if unit.admin_access:  # reserves nothing, so it is told no capacity
         values.append(("ADMIN_ACCESS", "true"))
+    else:
+        for name, amount in sorted(unit.granted.items()):
+            values.append((capacity_key(name), quantity_text(amount)))
+            values.append((f"{capacity_key(name)}_VALUE", str(ceil_int(amount))))
     if unit.attribute("partition") is True:
         values.append(("PARTITION", "true"))
     return values + config_env(config)

@@ -104,7 +104,9 @@ def test_two_shares_of_one_device_in_one_claim_get_distinct_cdi_devices_and_env(
 def test_admin_access_result_is_marked_in_env():
     planned = _plan([result("watch", "gpu-0", admin=True)])
     assert planned.units[0].admin_access
-    assert _env(planned.units[0])["ADMIN_ACCESS"] == "true"
+    env = _env(planned.units[0])
+    assert env["ADMIN_ACCESS"] == "true"
+    assert not [key for key in env if key.startswith("CAPACITY_")]  # it reserves nothing
 
 
 def test_same_device_name_in_two_pools_gets_pool_qualified_names():
