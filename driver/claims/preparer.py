@@ -23,8 +23,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -202,7 +202,8 @@ class Preparer:
             self._ensure_spec(recorded)
             return recorded
         prepared = self._plan(ref, fetched, progress)
-        self._act(prepared, spec_path, progress)
+        with self._reread_on_failure():
+            self._act(prepared, spec_path, progress)
         log.info("prepared %s: %s", _label(ref), [u.cdi_id for u in prepared.units])
         return prepared
 
@@ -289,7 +290,8 @@ class Preparer:
             return UnprepareResult()
         progress = _Progress("remove CDI spec")
         try:
-            self._unprepare_claim(ref, spec_path, progress)
+            with self._reread_on_failure():
+                self._unprepare_claim(ref, spec_path, progress)
         except Exception as exc:
             log.exception("unprepare of %s failed at step %r", _label(ref), progress.step)
             return UnprepareResult(error=progress.failure(ref, exc))
@@ -316,6 +318,24 @@ class Preparer:
             self._checkpoint.remove(ref.uid)
         self._records.pop(ref.uid, None)
         self._ledger.remove(ref.uid)
+
+    @contextmanager
+    def _reread_on_failure(self) -> Iterator[None]:
+        """Keep memory mirroring the checkpoint when a side effect fails.
+
+        A write or remove can fail after its rename or unlink took effect (the directory
+        fsync failed), and the signature taken at the end of the call would hide that:
+        the ledger would miss a record on disk, or answer from one that is gone. So the
+        records are read again from disk.
+        """
+        try:
+            yield
+        except Exception:
+            try:
+                self._load_records()
+            except Exception:  # the original failure is the one to report
+                log.exception("cannot re-read the checkpoint records after a failed step")
+            raise
 
     # --- start-up -----------------------------------------------------------------
 

@@ -27,6 +27,12 @@ _QUANTITY = re.compile(
     r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE](?P<exp>[+-]?[0-9]+))?$"
 )
 
+# Far beyond any real amount. Exact arithmetic on "1e999999999" (API data: a claim's
+# opaque config or consumedCapacity) would take minutes and gigabytes, and Python cannot
+# print integers of more than 4300 digits, so longer or larger values are refused.
+MAX_LENGTH = 100
+MAX_EXPONENT = 1000
+
 
 class QuantityError(ValueError):
     """A string is not a valid Kubernetes quantity."""
@@ -42,12 +48,20 @@ def parse_quantity(value: str | int | Fraction) -> Fraction:
         return Fraction(value)
     if not isinstance(value, str):
         raise QuantityError(f"quantity must be a string or integer, got {type(value).__name__}")
-    match = _QUANTITY.match(value.strip())
-    if not match or not value.strip():
+    text = value.strip()
+    if len(text) > MAX_LENGTH:
+        raise QuantityError(
+            f"{text[:20]!r}... is out of range: longer than {MAX_LENGTH} characters"
+        )
+    match = _QUANTITY.match(text)
+    if not match or not text:
         raise QuantityError(f"{value!r} is not a valid quantity")
     number = Fraction(match["num"])
     if match["exp"] is not None:
-        return number * Fraction(10) ** int(match["exp"])
+        exponent = int(match["exp"])
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(f"{value!r} is out of range: exponent beyond ±{MAX_EXPONENT}")
+        return number * Fraction(10) ** exponent
     suffix = match["suffix"] or ""
     return number * (_BINARY.get(suffix) or _DECIMAL[suffix])
 

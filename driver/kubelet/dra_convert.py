@@ -17,8 +17,16 @@ log = logging.getLogger(__name__)
 
 
 def claim_refs(claims: Iterable[Any]) -> list[ClaimRef]:
-    """Request `Claim` messages -> ClaimRefs, in request order."""
-    return [ClaimRef(namespace=c.namespace, name=c.name, uid=c.uid) for c in claims]
+    """Request `Claim` messages -> ClaimRefs, in request order, each UID once.
+
+    The answer holds one map entry per UID, so a claim named twice (two pod claim
+    entries may point at one ResourceClaim) is worked on and answered once; otherwise
+    its entry would list every device once per mention.
+    """
+    refs: dict[str, ClaimRef] = {}
+    for c in claims:
+        refs.setdefault(c.uid, ClaimRef(namespace=c.namespace, name=c.name, uid=c.uid))
+    return list(refs.values())
 
 
 def batch_failure(claims: Iterable[ClaimRef], step: str, err: BaseException) -> dict[str, str]:

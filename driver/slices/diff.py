@@ -5,9 +5,10 @@ Semantics of the Go `resourceslice` controller (facts 6.3), with two refinements
 - Matching: an observed slice belongs to desired slice `i` when its name starts with the
   index prefix of `i` (the 1.36 helper's rule). Unmatched slices, extra slices for the
   same index and slices with another prefix are obsolete and deleted.
-- Generation: start from the highest generation observed in the pool; keep it when no
-  slice must be created and at most one matched slice changes (one write switches the
-  pool atomically); otherwise add one and rewrite every slice of the pool.
+- Generation: start from the highest generation observed in the pool (terminating slices
+  included: consumers still see them); keep it when no slice must be created and at most
+  one matched slice changes (one write switches the pool atomically); otherwise add one
+  and rewrite every slice of the pool.
   Refinement: a matched slice with an older generation (left behind by an interrupted
   rewrite) is updated in place instead of deleted and recreated; consumers ignore it
   either way until it carries the pool's highest generation.
@@ -129,7 +130,8 @@ def plan_pool(
     count = len(desired.slices)
     width = naming.index_width(count)
     live = [s for s in observed if not s["metadata"].get("deletionTimestamp")]
-    generation = max((_generation(s) for s in live), default=0)
+    # Terminating slices count: consumers see them until they are gone.
+    generation = max((_generation(s) for s in observed), default=0)
     matched, obsolete = _match(live, count, width, target, desired.name)
 
     pool_meta = {"name": desired.name, "generation": generation, "resourceSliceCount": count}

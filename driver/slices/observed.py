@@ -4,7 +4,9 @@ Our writes go into the cache from their responses at once (like client-go's muta
 cache), so the next plan never repeats a create; the watch event for the same write
 then carries the same resourceVersion and is ignored. Events older than what we hold
 are ignored, and an object we deleted cannot come back through a late event (its UID
-is remembered).
+is remembered). A relist keeps only the writes made while the list was under way: a
+write made before it is in the list, or gone, even when the server's resourceVersions
+went back (a restored etcd).
 """
 
 from __future__ import annotations
@@ -43,9 +45,17 @@ class SliceCache:
         self._lock = threading.Lock()
         self._slices: dict[str, JSON] = {}
         self._deleted: OrderedDict[str, None] = OrderedDict()  # UIDs we deleted
+        self._puts = 0  # our writes so far
+        self._put_at: dict[str, int] = {}  # name -> number of our latest write of it
 
-    def replace(self, items: Iterable[JSON], list_rv: str) -> set[str]:
-        """Adopt a fresh list; keep entries our own writes made newer than the list.
+    def mark(self) -> int:
+        """Where our writes stand; take it before a list and pass it to `replace`."""
+        with self._lock:
+            return self._puts
+
+    def replace(self, items: Iterable[JSON], list_rv: str, since: int) -> set[str]:
+        """Adopt a fresh list; keep entries our own writes, made after `mark()` returned
+        `since`, made newer than the list.
 
         Returns the pools whose slices changed.
         """
@@ -53,6 +63,8 @@ class SliceCache:
             fresh = {str(_meta(o)["name"]): o for o in items
                      if _meta(o).get("uid") not in self._deleted}
             for name, mine in self._slices.items():
+                if self._put_at.get(name, 0) <= since:
+                    continue  # written before the list was asked for: the list knows better
                 theirs = fresh.get(name)
                 listed_rv = list_rv if theirs is None else _meta(theirs).get("resourceVersion")
                 if rv_newer(_meta(mine).get("resourceVersion"), listed_rv):
@@ -60,6 +72,7 @@ class SliceCache:
             changed = {pool_of(o) for n, o in fresh.items() if self._slices.get(n) != o}
             changed |= {pool_of(o) for n, o in self._slices.items() if n not in fresh}
             self._slices = fresh
+            self._put_at = {n: at for n, at in self._put_at.items() if at > since}
         return changed
 
     def apply_event(self, kind: str, obj: JSON) -> str | None:
@@ -87,6 +100,8 @@ class SliceCache:
         meta = _meta(obj)
         name = str(meta["name"])
         with self._lock:
+            self._puts += 1
+            self._put_at[name] = self._puts
             mine = self._slices.get(name)
             if (
                 mine is None

@@ -3,7 +3,8 @@
 Two threads:
 - the watcher lists our slices (field selectors `spec.driver` and `spec.nodeName`), then
   watches from the list's resourceVersion, feeding `SliceCache`; it lists again after a
-  410 or any watch error (with backoff), and resumes the watch when the server ends it;
+  410 or any watch error (with backoff), and resumes the watch when the server ends it
+  (a watch ended at once without events counts as an error, so it cannot spin);
 - the worker waits for work, then plans each pool that needs it (`diff.plan_pool`, pure)
   and executes the plan: deletes, updates, creates.
 
@@ -69,6 +70,7 @@ _QUICK_RETRY_KINDS = frozenset({"conflict", "already_exists", "not_found"})
 _MAX_QUICK_RETRIES = 3
 _MAX_VERIFY_ROUNDS = 3
 _LOGGED_PROBLEMS = 20
+_MIN_WATCH_SECONDS = 1.0  # a shorter watch without events counts as a failure
 
 
 @dataclass
@@ -571,12 +573,20 @@ class Publisher:
             try:
                 if resource_version is None:
                     resource_version = self._relist()
+                started, events = time.monotonic(), 0
                 for event in self._api.watch_slices(resource_version, self._watch_timeout):
                     if self._stop.is_set():
                         return
                     resource_version = self._on_event(event) or resource_version
-                    attempts = 0
-                continue  # the server ended the watch (timeout): resume from where we are
+                    attempts, events = 0, events + 1
+                if self._stop.is_set():
+                    return
+                if events or time.monotonic() - started >= _MIN_WATCH_SECONDS:
+                    continue  # the server ended the watch (timeout): resume from where we are
+                # Ended at once without a single event (a server shutting down, a proxy):
+                # back off like client-go's reflector instead of spinning.
+                self._count_error("watch_closed")
+                problem: object = "the server ended the watch at once"
             except ApiError as err:
                 if self._stop.is_set():
                     return
@@ -585,7 +595,7 @@ class Publisher:
                     resource_version = None
                     continue
                 self._count_error(err.kind)
-                problem: object = err
+                problem = err
             except Exception as exc:  # a bug must not end the watch for good
                 if self._stop.is_set():
                     return
@@ -599,8 +609,9 @@ class Publisher:
             self._stop.wait(delay)
 
     def _relist(self) -> str:
+        since = self._cache.mark()
         items, resource_version = self._api.list_slices()
-        changed = self._cache.replace(items, resource_version)
+        changed = self._cache.replace(items, resource_version, since)
         with self._cond:
             self._relists += 1
             first = not self._listed

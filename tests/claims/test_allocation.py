@@ -173,3 +173,16 @@ def test_negative_consumed_capacity_is_refused_naming_the_field():
         parse_claim(raw, DRIVER)
 
     assert "consumedCapacity[memory]" in str(error.value) and "negative" in str(error.value)
+
+
+@pytest.mark.parametrize("amount", ["1e5000", "1e-5000", "1" + "0" * 5000])
+def test_absurd_consumed_capacity_is_refused_naming_the_field(amount):
+    # Exact arithmetic on such values costs minutes ("1e999999999") or cannot be printed
+    # back; the claim gets an error that says which field, not a ValueError.
+    raw = claim(UID, [result("net", "nic-0", share=SHARE_1, consumed={"bandwidth": amount})])
+
+    with pytest.raises(ClaimError) as error:
+        parse_claim(raw, DRIVER)
+
+    assert "results[0].consumedCapacity[bandwidth]" in str(error.value)
+    assert len(str(error.value)) < 500

@@ -133,6 +133,9 @@ def test_nic_rate_limit_up_to_the_share_bandwidth():
         f"{CONFIG}[0].opaque.parameters.rateLimit: 2001M is more than the 2G of bandwidth "
         f"that device node-a-nics/nic-0 share {SHARE_1} holds"
     ) in message
+    # A share finer than milli-units cannot be written as a quantity; still named.
+    message = _error([_nic(amount="0.000001m")], [config_entry(nic_config(rateLimit="1"))])
+    assert f"{CONFIG}[0].opaque.parameters.rateLimit: 1 is more than the 1/1000000000" in message
 
 
 P = f"{CONFIG}[0].opaque.parameters"
@@ -163,6 +166,7 @@ P = f"{CONFIG}[0].opaque.parameters"
         (nic_config(vlan=0), f"{P}.vlan: 0 is out of range (must be 1 to 4094)"),
         (nic_config(rateLimit="fast"), f"{P}.rateLimit: 'fast' is not a valid quantity"),
         (nic_config(rateLimit="0"), f"{P}.rateLimit: must be greater than 0"),
+        (nic_config(rateLimit="1e5000"), f"{P}.rateLimit: '1e5000' is out of range"),
         (
             gpu_config(sharing={"strategy": "Spatial"}),
             f"{P}.sharing.strategy: 'Spatial' is not one of TimeSlicing, MPS",

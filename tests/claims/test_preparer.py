@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
 
 import pytest
 
+from driver import atomicfile
 from driver.claims.checkpoint import Checkpoint
 from driver.claims.preparer import Preparer
 from driver.claims.source import StaticClaimSource
@@ -331,6 +333,49 @@ def test_failed_cdi_write_is_reported_and_repaired_by_the_next_prepare(node):
     assert preparer.prepare([node.add(B, result("gpus", "gpu-0"))])[B].error
     answer = _ok(preparer.prepare([ref]))[A]
     assert node.spec_path(A).exists() and answer.devices[0].device_name == "gpu-0"
+
+
+def _fail_next_fsync_of(monkeypatch, directory):
+    """The next fsync of `directory` fails (a failing disk): the rename or unlink it was
+    to make durable has happened, yet the write or remove raises."""
+    real = atomicfile.fsync_dir
+    failed = []
+
+    def fsync_dir(path):
+        if str(path) == str(directory) and not failed:
+            failed.append(path)
+            raise OSError(errno.EIO, "Input/output error")
+        real(path)
+
+    monkeypatch.setattr(atomicfile, "fsync_dir", fsync_dir)
+
+
+def _memory_mirrors_disk(preparer, node):
+    return sorted(preparer.prepared()) == sorted(Checkpoint(node.data).load_all()[0])
+
+
+def test_a_record_on_disk_after_a_failed_write_still_books_its_device(node, monkeypatch):
+    ref = node.add(A, result("gpus", "gpu-0"))
+    preparer = node.preparer()
+    _fail_next_fsync_of(monkeypatch, node.data / "claims")
+    assert "step write checkpoint: OSError" in preparer.prepare([ref])[A].error
+    assert node.record_path(A).exists() and _memory_mirrors_disk(preparer, node)
+    conflicting = node.add(B, result("gpus", "gpu-0"))
+    assert "is exclusive and already prepared" in preparer.prepare([conflicting])[B].error
+    _ok(preparer.prepare([ref]))  # the kubelet's retry completes the claim
+    _assert_converged(node, [A])
+
+
+def test_a_record_gone_after_a_failed_remove_is_not_answered_from_memory(node, monkeypatch):
+    ref = node.add(A, result("gpus", "gpu-0"))
+    preparer = node.preparer()
+    _ok(preparer.prepare([ref]))
+    _fail_next_fsync_of(monkeypatch, node.data / "claims")
+    assert "step remove checkpoint: OSError" in preparer.unprepare([ref])[A].error
+    assert not node.record_path(A).exists() and _memory_mirrors_disk(preparer, node)
+    # A new pod of the claim prepares it afresh: its CDI file gets a record again.
+    _ok(preparer.prepare([ref]))
+    _assert_converged(node, [A])
 
 
 def test_two_instances_over_one_directory_see_each_others_claims(node):

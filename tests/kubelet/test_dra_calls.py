@@ -129,6 +129,19 @@ def test_missing_result_becomes_error_naming_the_claim(
     assert "team-b/shared-claim" in result["uid-b"]["error"]
 
 
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_a_claim_named_twice_in_one_call_is_prepared_and_answered_once(
+    ready: KubeletEmulator, preparer: FakePreparer, version: str
+) -> None:
+    # The map has one entry per UID; each device must be in it once, not once per mention.
+    _devices_of(preparer)
+    result = ready.prepare([CLAIM_B, CLAIM_A, CLAIM_B], version=version)
+    assert [d["device_name"] for d in result["uid-b"]["devices"]] == ["gpu-1", "gpu-2"]
+    assert [d["device_name"] for d in result["uid-a"]["devices"]] == ["gpu-0"]
+    assert ready.unprepare([CLAIM_A, CLAIM_A], version=version) == {"uid-a": {"error": ""}}
+    assert preparer.calls == [("prepare", [CLAIM_B, CLAIM_A]), ("unprepare", [CLAIM_A])]
+
+
 @pytest.mark.parametrize("step", ["prepare", "unprepare"])
 def test_results_for_unrequested_claims_are_dropped(
     ready: KubeletEmulator, preparer: FakePreparer, step: str

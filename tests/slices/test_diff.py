@@ -177,3 +177,13 @@ def test_removed_pool_deletes_all_its_slices_with_preconditions():
     plan = plan_removal("a", observed)
     assert verbs(plan) == ["delete", "delete"]
     assert all(w.uid and w.resource_version for w in plan.writes)
+
+
+def test_a_terminating_slice_still_counts_for_the_generation():
+    """Consumers see a terminating slice until it is gone: the replacement must carry a
+    newer generation, or two complete pools would exist at the same generation."""
+    desired = desired_pool(pool("a", gpus(1)))
+    _, observed = publish(desired)
+    observed[0]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    plan = plan_pool(desired, observed, TARGET)
+    assert verbs(plan) == ["create"] and plan.generation == 2

@@ -33,8 +33,19 @@ def test_a_deleted_slice_does_not_come_back_through_a_late_event():
 
 def test_a_relist_keeps_our_newer_writes_and_drops_what_is_gone():
     cache = SliceCache()
-    cache.put(obj("mine", "20", uid="m"))
     cache.put(obj("gone", "5", uid="g"))
-    changed = cache.replace([obj("other", "7", uid="o", pool="q")], list_rv="15")
+    listing = cache.mark()  # the list request goes out; our write lands meanwhile
+    cache.put(obj("mine", "20", uid="m"))
+    changed = cache.replace([obj("other", "7", uid="o", pool="q")], list_rv="15", since=listing)
     assert sorted(o["metadata"]["name"] for o in cache.by_pool()["p"]) == ["mine"]
     assert changed == {"p", "q"}
+
+
+def test_a_relist_drops_writes_made_before_it_even_with_newer_versions():
+    """A server whose versions went back (etcd restored, a new API server) must not leave
+    slices we wrote earlier in the cache: they would never be published again."""
+    cache = SliceCache()
+    cache.put(obj("mine", "500", uid="m"))
+    listing = cache.mark()
+    assert cache.replace([], list_rv="3", since=listing) == {"p"}
+    assert cache.by_pool() == {}

@@ -7,9 +7,12 @@ import copy
 import time
 
 from driver.slices import naming
+from driver.slices.publisher import Publisher
 from driver.slices.validation import validate_slice
+from driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, NODE, TAINT, gpu, gpus, inventory, pool
+from .conftest import FAST
 
 
 def slices(server, pool_name=None):
@@ -268,3 +271,39 @@ def test_a_name_held_by_a_foreign_object_falls_back_to_generate_name(server, nod
     server.request_log.clear()
     time.sleep(0.3)
     assert server.writes() == 0
+
+
+def test_a_new_api_server_with_older_versions_gets_our_slices_again():
+    """An API server whose resourceVersions went back (a restored etcd; here a fresh
+    stand-in on the same port): the publisher lists again and republishes its slices."""
+    first = APIServer().start()
+    try:
+        first.put_objects("nodes", [{"metadata": {"name": f"other-{i}"}} for i in range(20)])
+        first.put_object("nodes", {"metadata": {"name": NODE}})
+        client = first.api_client()
+        publisher = Publisher(client, DRIVER, NODE, inventory(pool("a", gpus(3))), backoff=FAST)
+        publisher.start()
+        try:
+            assert publisher.wait_synced(10)
+            port = first.port
+            first.stop()
+            with APIServer(port=port, too_large_resource_version_wait=0.05) as second:
+                second.put_object("nodes", {"metadata": {"name": NODE}})
+                assert wait_until(lambda: len(slices(second)) == 1)
+                assert publisher.wait_synced(10)
+        finally:
+            publisher.stop()
+            client.close()
+    finally:
+        first.stop()
+
+
+def test_watches_ended_at_once_are_retried_with_backoff_not_in_a_loop(server, node, start):
+    publisher = start(inventory(pool("a", gpus(1))))
+    assert publisher.wait_synced(10)
+    server.store.close()  # as a server shutting down: every watch ends at once, no events
+    server.request_log.clear()
+    time.sleep(0.5)
+    # FAST backs off 0.05 s doubling to 0.4 s: a handful of tries, not hundreds.
+    assert server.request_log.count("watch", "resourceslices") < 10
+    assert publisher.stats().errors.get("watch_closed", 0) >= 1

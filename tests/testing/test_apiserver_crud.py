@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 FIXTURES = Path("/work/shared/reference/api-fixtures")
@@ -195,6 +195,39 @@ def test_delete_collection_by_field_selector(resource_api, make_slice):
     resource_api.delete_collection_resource_slice(field_selector=f"spec.nodeName={NODE}")
 
     assert [s.spec.node_name for s in resource_api.list_resource_slice().items] == ["node-2"]
+
+
+def test_delete_collection_also_deletes_objects_changed_after_its_list(
+    server, resource_api, make_slice, monkeypatch
+):
+    """The real server deletes each listed object by name, whatever its version by then:
+    a kubelet wiping the node's slices while a driver updates one leaves nothing behind."""
+    for name in ("a", "b"):
+        resource_api.create_resource_slice(make_slice(name=name))
+    listed = server.store.list
+
+    def list_then_race(resource, namespace=None):
+        result = listed(resource, namespace)
+        monkeypatch.setattr(server.store, "list", listed)  # once
+        current = server.get_object("resourceslices", "a")
+        current["spec"]["pool"]["generation"] = 7
+        server.put_object("resourceslices", current)  # lands between list and delete
+        return result
+
+    rv = resource_api.list_resource_slice().metadata.resource_version
+    monkeypatch.setattr(server.store, "list", list_then_race)
+    resource_api.delete_collection_resource_slice(field_selector=f"spec.nodeName={NODE}")
+
+    assert resource_api.list_resource_slice().items == []
+    events = list(
+        watch.Watch().stream(
+            resource_api.list_resource_slice, resource_version=rv, timeout_seconds=1,
+            deserialize=False,
+        )
+    )
+    deleted = [(e["object"]["metadata"]["name"], e["object"]["spec"]["pool"]["generation"])
+               for e in events if e["type"] == "DELETED"]
+    assert sorted(deleted) == [("a", 7), ("b", 0)]  # one DELETED each, with the last state
 
 
 # --- resource slices: list ------------------------------------------------------------------

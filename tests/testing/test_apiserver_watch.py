@@ -295,3 +295,144 @@ def test_a_watch_whose_client_left_ends_on_the_server(server):
     for thread in serving():
         thread.join(timeout=10)
     assert serving() == []
+
+
+def test_a_restarted_server_keeps_its_port_and_objects_and_serves_watches(make_slice):
+    """stop() then start() is an API server restart: same URL, same etcd, live watches."""
+    server = APIServer().start()
+    url = server.url
+    api_client = server.api_client()
+    api = client.ResourceV1Api(api_client)
+    try:
+        api.create_resource_slice(make_slice(name="before"))
+        rv = api.list_resource_slice().metadata.resource_version
+        server.stop()
+        server.start()
+        assert server.url == url
+        assert [s.metadata.name for s in api.list_resource_slice().items] == ["before"]
+        api.create_resource_slice(make_slice(name="after"))
+        w = watch.Watch()
+        events = _collect(
+            w.stream(
+                api.list_resource_slice, resource_version=rv, timeout_seconds=5, deserialize=False
+            ),
+            1,
+        )
+        w.stop()
+        assert [(t, o["metadata"]["name"]) for t, o in events] == [("ADDED", "after")]
+    finally:
+        server.stop()
+        api_client.close()
+
+
+def test_watch_from_a_future_resource_version_ends_with_too_large_error(make_slice):
+    """As the watch cache: wait briefly for the version, then one ERROR event (504 Timeout,
+    cause ResourceVersionTooLarge), so a client that kept a version from an older server
+    lists again instead of waiting forever."""
+    with APIServer(too_large_resource_version_wait=0.05) as server:
+        api_client = server.api_client()
+        api = client.ResourceV1Api(api_client)
+        future = server.resource_version + 100
+        response = api.list_resource_slice(
+            watch=True, resource_version=str(future), timeout_seconds=5, _preload_content=False
+        )
+        events = [json.loads(line) for line in watch.watch.iter_resp_lines(response) if line]
+        response.release_conn()
+        api_client.close()
+    assert [e["type"] for e in events] == ["ERROR"]
+    status = events[0]["object"]
+    assert (status["code"], status["reason"]) == (504, "Timeout")
+    assert status["message"] == (
+        f"Too large resource version: {future}, current: {future - 100}"
+    )
+    assert status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+
+
+def test_watch_from_a_version_reached_while_waiting_streams_normally(server, make_slice):
+    api_client = server.api_client()
+    api = client.ResourceV1Api(api_client)
+    server.config.too_large_resource_version_wait = 10.0
+    start = server.resource_version + 1  # the next write's version
+    result: list = []
+    stream = watch.Watch().stream(
+        api.list_resource_slice, resource_version=str(start), timeout_seconds=5,
+        deserialize=False,
+    )
+    reader = threading.Thread(target=lambda: result.extend(_collect(stream, 1)))
+    reader.start()
+    api.create_resource_slice(make_slice(name="first"))  # reaches `start`: not reported
+    api.create_resource_slice(make_slice(name="second"))
+    reader.join(timeout=10)
+    api_client.close()
+    assert [(t, o["metadata"]["name"]) for t, o in result] == [("ADDED", "second")]
+
+
+def test_list_then_watch_under_concurrent_writers_replays_to_the_final_state(server, make_slice):
+    """Several writers create, update and delete while a client lists and then watches
+    from the list's version: every event comes once, in order, after that version, and
+    list + events give exactly what the server ends up holding."""
+    api_client = server.api_client()
+    api = client.ResourceV1Api(api_client)
+    selector = f"spec.nodeName={NODE}"
+
+    def writer(k: int) -> None:
+        own = server.api_client()
+        own_api = client.ResourceV1Api(own)
+        for i in range(40):
+            name, node = f"w{k}-{i % 4}", NODE if i % 3 else "node-2"
+            try:
+                current = own_api.read_resource_slice(name)
+                if i % 5 == 0:
+                    own_api.delete_resource_slice(name)
+                else:
+                    current.spec.pool.generation += 1
+                    own_api.replace_resource_slice(name, current)
+            except ApiException as err:
+                if err.status == 404:
+                    own_api.create_resource_slice(make_slice(name=name, node=node, pool=name))
+                elif err.status != 409:
+                    raise
+        own.close()
+
+    writers = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for thread in writers[:2]:
+        thread.start()
+    listed = api.list_resource_slice(field_selector=selector, _preload_content=False)
+    initial = json.loads(listed.data)
+    for thread in writers[2:]:
+        thread.start()
+    events: list[tuple[str, dict]] = []
+
+    def read() -> None:
+        stream = watch.Watch().stream(
+            api.list_resource_slice, field_selector=selector,
+            resource_version=initial["metadata"]["resourceVersion"], timeout_seconds=30,
+            deserialize=False)
+        for event in stream:
+            if event["object"]["metadata"]["name"] == "zz-last":
+                break
+            events.append((event["type"], event["object"]))
+        stream.close()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for thread in writers:
+        thread.join()
+    held = {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+            for o in server.objects("resourceslices") if o["spec"]["nodeName"] == NODE}
+    server.put_object("resourceslices", make_slice(name="zz-last"))  # marks the end
+    reader.join(timeout=30)
+    api_client.close()
+    assert not reader.is_alive()
+
+    versions = [int(o["metadata"]["resourceVersion"]) for _, o in events]
+    assert versions == sorted(set(versions))  # in order, no duplicates
+    assert versions[0] > int(initial["metadata"]["resourceVersion"])
+    state = {o["metadata"]["name"]: o for o in initial["items"]}
+    for kind, obj in events:
+        if kind == "DELETED":
+            del state[obj["metadata"]["name"]]  # a DELETED for an object we know
+        else:
+            assert (kind == "ADDED") == (obj["metadata"]["name"] not in state)
+            state[obj["metadata"]["name"]] = obj
+    assert {n: o["metadata"]["resourceVersion"] for n, o in state.items()} == held

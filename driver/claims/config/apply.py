@@ -32,6 +32,7 @@ from driver.claims.config.types import (
     merged,
 )
 from driver.claims.config.validate import validation_problems
+from driver.claims.errors import quantity_text
 from driver.devices.quantity import ceil_int, format_quantity
 
 FROM_CLASS = "FromClass"
@@ -162,7 +163,8 @@ def _at_most(amount: Fraction, target: ConfigTarget, capacity: str, path: str) -
     if held is None or amount <= held:
         return []
     return [
-        f"{path}: {format_quantity(amount)} is more than the {format_quantity(held)} of "
+        # `held` (a share's consumedCapacity) may be finer than milli-units.
+        f"{path}: {format_quantity(amount)} is more than the {quantity_text(held)} of "
         f"{capacity} that {target.label} holds"
     ]
 

@@ -131,6 +131,17 @@ def expired(message: str) -> APIError:
     return APIError(410, "Expired", message)
 
 
+def too_large_resource_version(requested: int, current: int) -> APIError:
+    """504 Timeout for a watch from a resourceVersion the server has not reached yet."""
+    details = {
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }
+    return APIError(
+        504, "Timeout", f"Too large resource version: {requested}, current: {current}", details
+    )
+
+
 def internal(message: str) -> APIError:
     """500 InternalError."""
     return APIError(

@@ -58,6 +58,7 @@ class Config:
     kubernetes_version: str = "1.35"
     feature_gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
     bookmark_interval: float = 60.0
+    too_large_resource_version_wait: float = 3.0  # the watch cache's wait for a future RV
 
 
 class API:
@@ -304,13 +305,20 @@ class API:
         selector = selector_for(dict(request.query), r)
         items, _ = self.store.list(r.plural, route.namespace)
         deleted = []
-        for obj in items:
-            if not selector.matches(obj):
+        for listed in items:
+            if not selector.matches(listed):
                 continue
-            try:
-                deleted.append(self._remove(r, obj))
-            except StaleObject:
-                continue  # changed or gone meanwhile: like the real server, skip it
+            obj: JSON | None = listed
+            # Like the real server: delete by name whatever the object's version by now
+            # (a change made since the list does not save it); skip it only once gone.
+            for _ in range(_RETRIES):
+                if obj is None:
+                    break
+                try:
+                    deleted.append(self._remove(r, obj))
+                    break
+                except StaleObject:
+                    obj = self.store.get(r.plural, key_of(obj))
         bare = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in deleted]
         return Reply(
             200,

@@ -78,8 +78,11 @@ class _Handler(BaseHTTPRequestHandler):
             error = errors.internal(f"{type(exc).__name__}: {exc}")
             result = Reply(error.code, error.status())
         if isinstance(result, WatchRequest):
-            interval = self.server.api.config.bookmark_interval
-            self._stream(stream(self.server.api.store, result, interval, self._client_gone))
+            config = self.server.api.config
+            lines = stream(self.server.api.store, result, config.bookmark_interval,
+                           self._client_gone,
+                           too_large_wait=config.too_large_resource_version_wait)
+            self._stream(lines)
         else:
             self._reply(result)
 
@@ -176,11 +179,14 @@ class APIServer:
         feature_gates: Mapping[str, bool] | None = None,
         history_limit: int = 100_000,
         bookmark_interval: float = 60.0,
+        too_large_resource_version_wait: float = 3.0,
     ) -> None:
         gates = dict(DEFAULT_GATES)
         gates.update(feature_gates or {})
         self.store = Store(history_limit)
-        self.config = Config(kubernetes_version, gates, bookmark_interval)
+        self.config = Config(
+            kubernetes_version, gates, bookmark_interval, too_large_resource_version_wait
+        )
         self.faults = Faults()
         self.request_log = RequestLog()
         self._api = API(self.store, self.config, self.faults, self.request_log)
@@ -191,10 +197,16 @@ class APIServer:
     # --- lifecycle -------------------------------------------------------------------
 
     def start(self) -> APIServer:
-        """Bind and serve in a background thread; returns self."""
+        """Bind and serve in a background thread; returns self.
+
+        After `stop()` this is a restart: same port, same objects and history (etcd
+        outlives the API server), so clients built before keep working.
+        """
         if self._server is not None:
             return self
+        self.store.reopen()
         self._server = _Server(self._address, self._api)
+        self._address = (self._address[0], self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.01},

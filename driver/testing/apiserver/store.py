@@ -181,11 +181,23 @@ class Store:
             self._first = self._rv + 1
             return self._rv
 
+    def wait_for_version(self, rv: int, timeout: float) -> bool:
+        """Wait up to `timeout` s until resourceVersion `rv` exists; False if it does not."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._closed or self._rv >= rv, timeout) and (
+                self._rv >= rv
+            )
+
     def close(self) -> None:
         """Wake every waiting watch so it can end."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+
+    def reopen(self) -> None:
+        """Serve watches again after `close` (a restarted server keeps its data, as etcd)."""
+        with self._cond:
+            self._closed = False
 
 
 def _with_rv(obj: JSON, rv: int) -> JSON:

@@ -2,7 +2,9 @@
 
 Semantics of the real server's watch cache: resourceVersion "" or "0" first sends the
 current objects as ADDED; a numeric resourceVersion sends every change after it, or one
-ERROR event with a 410 Expired Status when that history is gone. Field/label selectors
+ERROR event with a 410 Expired Status when that history is gone, or with a 504 "Too large
+resource version" Status when the server has not reached it after a short wait (as after a
+client kept a version from another etcd). Field/label selectors
 turn a MODIFIED that enters or leaves the selection into ADDED or DELETED. Bookmarks (if
 asked for) carry the latest resourceVersion every `bookmark_interval` seconds and about
 two seconds before the watch times out.
@@ -15,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from driver.testing.apiserver.errors import expired
+from driver.testing.apiserver.errors import expired, too_large_resource_version
 from driver.testing.apiserver.resources import ResourceType
 from driver.testing.apiserver.selectors import Selector
 from driver.testing.apiserver.store import HistoryExpired, Store, WatchEvent
@@ -23,6 +25,8 @@ from driver.testing.apiserver.store import HistoryExpired, Store, WatchEvent
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 # A quiet watch whose client disconnected would otherwise hold its thread until timeout.
 CLIENT_CHECK_INTERVAL = 1.0
+# How long the watch cache waits for a resourceVersion it has not seen yet.
+TOO_LARGE_WAIT = 3.0
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,16 @@ def stream(
     bookmark_interval: float,
     client_gone: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
+    too_large_wait: float = TOO_LARGE_WAIT,
 ) -> Iterator[bytes]:
     """The lines of one watch until it times out, the server stops, history expires or
     the client goes away (checked at least every `CLIENT_CHECK_INTERVAL` seconds)."""
     deadline = clock() + request.timeout
+    if request.start is not None and not store.wait_for_version(request.start, too_large_wait):
+        if not store.closed:
+            error = too_large_resource_version(request.start, store.resource_version)
+            yield _line("ERROR", error.status())
+        return
     if request.start is None:
         items, position = store.list(request.resource.plural, request.namespace)
         for obj in items:

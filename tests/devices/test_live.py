@@ -1,0 +1,93 @@
+"""LiveDevices: inventory file changes reach the consumer (the publisher), once each."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from driver.devices.backend import FakeBackend
+from driver.devices.live import LiveDevices, NodeView
+
+DRIVER, NODE = "gpu.example.com", "node-1"
+
+
+def write(path: Path, names: list[str], atomic: bool = True) -> None:
+    text = yaml.safe_dump({"pools": [{"name": "edge", "devices": [{"name": n} for n in names]}]})
+    if not atomic:
+        path.write_text(text)
+        return
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def names(view: NodeView) -> list[str]:
+    return [d.name for _, d in view.published.devices()]
+
+
+@pytest.fixture
+def inventory_file(tmp_path: Path) -> Path:
+    path = tmp_path / "inventory.yaml"
+    write(path, ["a-0"])
+    return path
+
+
+def live_devices(path: Path, on_change, **options) -> LiveDevices:
+    backend = FakeBackend(str(path), DRIVER, NODE, 0)
+    # A long interval: only file changes trigger a rescan.
+    return LiveDevices(backend, DRIVER, on_change=on_change, watched_file=path,
+                       rescan_interval=3600, **options)
+
+
+def test_replaced_edited_and_deleted_files(inventory_file: Path) -> None:
+    seen: list[NodeView] = []
+    live = live_devices(inventory_file, seen.append)
+    write(inventory_file, ["a-0", "a-1"])  # atomic rename
+    assert live.poll() and names(seen[-1]) == ["a-0", "a-1"]
+    write(inventory_file, ["a-2"], atomic=False)  # edited in place
+    assert live.poll() and names(seen[-1]) == ["a-2"]
+    inventory_file.unlink()  # gone: keep the last good inventory
+    assert not live.poll() and names(live.view) == ["a-2"]
+    write(inventory_file, ["a-3"])
+    assert live.poll() and names(seen[-1]) == ["a-3"]
+    assert not live.poll() and len(seen) == 3
+
+
+def test_a_change_the_consumer_failed_to_take_is_handed_on_at_the_next_poll(
+    inventory_file: Path,
+) -> None:
+    seen: list[NodeView] = []
+    failures = [RuntimeError("publisher hiccup")]
+
+    def on_change(view: NodeView) -> None:
+        if failures:
+            raise failures.pop()
+        seen.append(view)
+
+    live = live_devices(inventory_file, on_change)
+    write(inventory_file, ["a-0", "a-1"])
+    with pytest.raises(RuntimeError):
+        live.poll()
+    assert live.poll()
+    assert [names(v) for v in seen] == [["a-0", "a-1"]]
+
+
+def test_a_change_found_by_a_round_that_failed_later_is_not_lost(inventory_file: Path) -> None:
+    seen: list[NodeView] = []
+    failures = [RuntimeError("cannot list prepared claims")]
+
+    def prepared():
+        if failures:
+            raise failures.pop()
+        return ()
+
+    live = live_devices(inventory_file, seen.append)
+    live._prepared = prepared  # fails once, after the rescan found the change
+    write(inventory_file, ["a-0", "a-1"])
+    with pytest.raises(RuntimeError):
+        live.poll()
+    assert live.poll()
+    assert [names(v) for v in seen] == [["a-0", "a-1"]]
