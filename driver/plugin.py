@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
@@ -16,6 +15,7 @@ from kubernetes.client import ApiClient
 from driver.claims.api_source import ApiClaimSource
 from driver.claims.preparer import Preparer
 from driver.claims.status import ClaimStatusWriter
+from driver.claims.status_worker import BackgroundStatusWriter
 from driver.config import Config
 from driver.devices.backend import DeviceBackend, FakeBackend
 from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
@@ -37,7 +37,7 @@ from driver.slices.publisher import Publisher
 log = logging.getLogger(__name__)
 
 SERIALIZE_LOCK_FILE = "serialize.lock"
-STATUS_RETRY_SECONDS = 30.0
+STATUS_RETRY_SECONDS = 10.0
 # The health stream re-sends the full list this often; the kubelet's device timeout is
 # three times as long (driver.devices.live.HEALTH_TIMEOUT_SECONDS).
 HEALTH_RESEND_SECONDS = 10.0
@@ -71,8 +71,7 @@ class Plugin:
         self._api_client = api_client
         self._backend = backend
         self._stops: list[Callable[[], None]] = []
-        self._status: ClaimStatusWriter | None = None
-        self._status_retry_at = 0.0
+        self._status: BackgroundStatusWriter | None = None
         self.metrics = PluginMetrics()
         self.metrics_port: int | None = None
         self.healthcheck_port: int | None = None
@@ -101,12 +100,6 @@ class Plugin:
                 stop()
             except Exception:
                 log.exception("error while stopping the plugin")
-
-    def tick(self) -> None:
-        """Periodic housekeeping from the main loop: retry failed claim-status writes."""
-        if self._status is not None and time.monotonic() >= self._status_retry_at:
-            self._status_retry_at = time.monotonic() + STATUS_RETRY_SECONDS
-            self._status.retry_pending()
 
     # -- start, part by part -------------------------------------------------------------
 
@@ -142,7 +135,10 @@ class Plugin:
     def _make_preparer(self, prepare_faults: PrepareFaults | None) -> Preparer:
         cfg = self.config
         if cfg.claim_status:
-            self._status = ClaimStatusWriter(self._api_client, cfg.driver_name)
+            self._status = BackgroundStatusWriter(
+                ClaimStatusWriter(self._api_client, cfg.driver_name),
+                retry_seconds=STATUS_RETRY_SECONDS)
+            self._stops.append(self._status.stop)
         # One prepare/unprepare at a time, across instances during a rolling update (the
         # Go helper's serialize.lock). The preparer takes it after reading the claims.
         serializer = CallSerializer(str(cfg.data_dir / SERIALIZE_LOCK_FILE))
@@ -219,8 +215,8 @@ def run_plugin(config: Config) -> int:
         api_client.close()
         return 1
     try:
-        while not stop.wait(1.0):
-            plugin.tick()
+        while not stop.wait(1.0):  # a timed wait keeps signal handling prompt
+            pass
     finally:
         plugin.stop()
         api_client.close()
