@@ -179,7 +179,7 @@ class LocalCluster:
         pod_uid: str | None = None,
         extra: Sequence[str] = (),
         wait: bool = True,
-        timeout: float = 30.0,
+        timeout: float = 60.0,
     ) -> PluginProcess:
         """Start `simdra run` for this node (with `--pod-uid` when given: rolling-update
         socket names); by default wait until this very process is registered with the
@@ -206,7 +206,7 @@ class LocalCluster:
     def wait_ready(
         self,
         plugin: PluginProcess,
-        timeout: float = 30.0,
+        timeout: float = 60.0,
         not_socket: tuple[int, int] | None = None,
     ) -> None:
         """Wait until the kubelet emulator registered this plugin's own registration
