@@ -110,6 +110,7 @@ class LiveDevices:
         self._file_identity = self._identity()
         self.view = self._compute()
         self._missing = self._vanished()
+        self._pending = False  # a change noticed but not yet handed to `on_change`
 
     def start(self) -> None:
         """Poll in a background thread until `stop()`."""
@@ -123,21 +124,27 @@ class LiveDevices:
             self._thread.join()
 
     def poll(self) -> bool:
-        """One round; True when a new view was handed to `on_change`."""
-        changed = self._rescan_if_due()
+        """One round; True when a new view was handed to `on_change`.
+
+        A change stays pending until `on_change` took it: a round that fails after
+        noticing a change (or whose `on_change` fails) leaves it to the next round.
+        """
+        if self._rescan_if_due():
+            self._pending = True
         if self._faults is not None and self._faults.load_if_changed() is not None:
-            changed = True
+            self._pending = True
         missing = self._vanished()
         if missing != self._missing:
-            self._missing, changed = missing, True
-        if not changed:
+            self._missing, self._pending = missing, True
+        if not self._pending:
             return False
         view = self._compute()
-        if view == self.view:
-            return False
-        self.view = view
-        self._on_change(view)
-        return True
+        changed = view != self.view
+        if changed:
+            self._on_change(view)
+            self.view = view
+        self._pending = False
+        return changed
 
     def _loop(self) -> None:
         while not self._stop.wait(self._tick):

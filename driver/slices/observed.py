@@ -54,8 +54,8 @@ class SliceCache:
             return self._puts
 
     def replace(self, items: Iterable[JSON], list_rv: str, since: int) -> set[str]:
-        """Adopt a fresh list; keep entries our own writes, made after `mark()` returned
-        `since`, made newer than the list.
+        """Adopt a fresh list, keeping what our own writes since `since` (a `mark()` taken
+        before the list was asked for) made newer than the list.
 
         Returns the pools whose slices changed.
         """

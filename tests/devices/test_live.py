@@ -77,15 +77,15 @@ def test_a_change_the_consumer_failed_to_take_is_handed_on_at_the_next_poll(
 
 def test_a_change_found_by_a_round_that_failed_later_is_not_lost(inventory_file: Path) -> None:
     seen: list[NodeView] = []
-    failures = [RuntimeError("cannot list prepared claims")]
+    failures: list[Exception] = []
 
-    def prepared():
+    def prepared() -> tuple[()]:
         if failures:
             raise failures.pop()
         return ()
 
-    live = live_devices(inventory_file, seen.append)
-    live._prepared = prepared  # fails once, after the rescan found the change
+    live = live_devices(inventory_file, seen.append, prepared=prepared)
+    failures.append(RuntimeError("cannot list prepared claims"))  # after the rescan
     write(inventory_file, ["a-0", "a-1"])
     with pytest.raises(RuntimeError):
         live.poll()

@@ -219,14 +219,18 @@ def test_delete_collection_also_deletes_objects_changed_after_its_list(
     resource_api.delete_collection_resource_slice(field_selector=f"spec.nodeName={NODE}")
 
     assert resource_api.list_resource_slice().items == []
-    events = list(
-        watch.Watch().stream(
-            resource_api.list_resource_slice, resource_version=rv, timeout_seconds=1,
-            deserialize=False,
-        )
+    stream = watch.Watch().stream(
+        resource_api.list_resource_slice, resource_version=rv, timeout_seconds=5,
+        deserialize=False,
     )
-    deleted = [(e["object"]["metadata"]["name"], e["object"]["spec"]["pool"]["generation"])
-               for e in events if e["type"] == "DELETED"]
+    deleted = []
+    for event in stream:
+        if event["type"] == "DELETED":
+            obj = event["object"]
+            deleted.append((obj["metadata"]["name"], obj["spec"]["pool"]["generation"]))
+            if len(deleted) == 2:
+                break
+    stream.close()
     assert sorted(deleted) == [("a", 7), ("b", 0)]  # one DELETED each, with the last state
 
 

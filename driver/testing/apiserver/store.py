@@ -184,9 +184,8 @@ class Store:
     def wait_for_version(self, rv: int, timeout: float) -> bool:
         """Wait up to `timeout` s until resourceVersion `rv` exists; False if it does not."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._closed or self._rv >= rv, timeout) and (
-                self._rv >= rv
-            )
+            self._cond.wait_for(lambda: self._closed or self._rv >= rv, timeout)
+            return self._rv >= rv
 
     def close(self) -> None:
         """Wake every waiting watch so it can end."""
