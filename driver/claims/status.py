@@ -23,28 +23,9 @@ the writer re-reads and recomputes (up to `attempts` times).
 
 Failure policy: status is informative (nothing in Kubernetes waits for it unless a
 device uses binding conditions, which ours do not), so a failed write never fails the
-prepare or unprepare. It is logged and the claim is kept as pending; pending claims are
-retried after the next successful write and by `retry_pending()` (the plugin may call
-it periodically). A pending write is dropped once it succeeds, once the claim is gone
-or replaced (404, other UID), or when a newer write for the same claim supersedes it.
-
-RBAC the plugin's ServiceAccount needs, in addition to reading ResourceClaims (shipped
-as the opt-in Kustomize component `deploy/components/claim-status`)::
-
-    - apiGroups: ["resource.k8s.io"]
-      resources: ["resourceclaims"]
-      verbs: ["get"]
-    - apiGroups: ["resource.k8s.io"]
-      resources: ["resourceclaims/status"]
-      verbs: ["patch", "update"]
-    # Kubernetes 1.36+ with DRAResourceClaimGranularStatusAuthorization (beta, on):
-    # writing status.devices also needs the synthetic subresource "resourceclaims/driver"
-    # with the associated-node verbs for a node-local plugin whose token is bound to a
-    # pod on the claim's node, restricted to our driver name (facts 5.6).
-    - apiGroups: ["resource.k8s.io"]
-      resources: ["resourceclaims/driver"]
-      resourceNames: ["<driver name>"]
-      verbs: ["associated-node:patch", "associated-node:update"]
+prepare or unprepare. `ClaimStatusWriter.sync` does one write and raises when it cannot;
+queueing, retrying and superseding live in `driver.claims.status_worker`, which runs
+the writes off the prepare path.
 """
 
 from __future__ import annotations
@@ -53,7 +34,6 @@ import copy
 import ipaddress
 import json
 import logging
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -225,11 +205,7 @@ class StatusWriteError(Exception):
 
 
 class ClaimStatusWriter:
-    """Writes our `status.devices` entries through the official client.
-
-    `prepared` / `unprepared` never raise: failures are logged and kept as pending.
-    Thread-safe, so `retry_pending` may run from a timer while prepares happen.
-    """
+    """Writes our `status.devices` entries through the official client (`sync`)."""
 
     def __init__(
         self,
@@ -245,49 +221,6 @@ class ClaimStatusWriter:
         self._timeout_s = timeout_s
         self._attempts = attempts
         self._clock = clock
-        self._lock = threading.Lock()
-        self._pending: dict[str, tuple[ClaimRef, PreparedClaim | None]] = {}
-
-    @property
-    def pending(self) -> list[str]:
-        """UIDs of claims whose last status write failed and waits for a retry."""
-        with self._lock:
-            return sorted(self._pending)
-
-    def prepared(self, claim: PreparedClaim) -> None:
-        """Publish the entries of a prepared claim (best effort)."""
-        self._submit(claim.claim, claim)
-
-    def unprepared(self, ref: ClaimRef) -> None:
-        """Remove our entries from an unprepared claim (best effort)."""
-        self._submit(ref, None)
-
-    def retry_pending(self) -> list[str]:
-        """Retry every pending write once; returns the UIDs still pending."""
-        with self._lock:
-            for uid, (ref, prepared) in list(self._pending.items()):
-                if self._try(ref, prepared):
-                    self._pending.pop(uid, None)
-            return sorted(self._pending)
-
-    def _submit(self, ref: ClaimRef, prepared: PreparedClaim | None) -> None:
-        with self._lock:
-            self._pending.pop(ref.uid, None)  # superseded by this write
-            if not self._try(ref, prepared):
-                self._pending[ref.uid] = (ref, prepared)
-                return
-            # The API server answers again: a good moment for earlier failures.
-            for uid, (other, state) in list(self._pending.items()):
-                if self._try(other, state):
-                    self._pending.pop(uid, None)
-
-    def _try(self, ref: ClaimRef, prepared: PreparedClaim | None) -> bool:
-        try:
-            self.sync(ref, prepared)
-            return True
-        except Exception as exc:
-            log.warning("status of %s not written (will retry): %s", _label(ref), exc)
-            return False
 
     def sync(self, ref: ClaimRef, prepared: PreparedClaim | None) -> bool:
         """Make the claim's `status.devices` match; True when it wrote something.

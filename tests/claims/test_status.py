@@ -18,6 +18,7 @@ from driver.claims.status import (
     status_data,
     updated_status_devices,
 )
+from driver.claims.status_worker import BackgroundStatusWriter
 from driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, OTHER_DRIVER, ProfileCluster, request, wants
@@ -123,7 +124,10 @@ def server():
 def _node(server, cluster, tmp_path):
     """A preparer reading claims from the API stand-in and writing their status."""
     api_client = server.api_client()
-    writer = ClaimStatusWriter(api_client, DRIVER, clock=lambda: NOW)
+    # As the plugin wires it: writes on a background thread, retried quickly here.
+    writer = BackgroundStatusWriter(
+        ClaimStatusWriter(api_client, DRIVER, clock=lambda: NOW), retry_seconds=0.05
+    )
     preparer = Preparer(
         DRIVER,
         ApiClaimSource(api_client),
@@ -156,19 +160,25 @@ def test_prepare_writes_status_and_unprepare_removes_it(server, cluster, tmp_pat
     _publish(server, cluster, ref)
     preparer, writer, api_client = _node(server, cluster, tmp_path)
     with api_client:
-        answer = preparer.prepare([ref])[ref.uid]
-        assert answer.error == ""
-        devices = _status_devices(server, ref)
-        assert devices[0] == OTHER_ENTRY
-        assert [(d["device"], d.get("shareID")) for d in devices[1:]] == [
-            (d.device_name, d.share_id) for d in answer.devices
-        ]
-        writes = server.writes("resourceclaims/status")
-        preparer.prepare([ref])  # already prepared: same status, no write
-        assert server.writes("resourceclaims/status") == writes
-        assert preparer.unprepare([ref])[ref.uid].error == ""
-        assert _status_devices(server, ref) == [OTHER_ENTRY]
-        assert writer.pending == []
+        try:
+            answer = preparer.prepare([ref])[ref.uid]
+            assert answer.error == ""
+            assert writer.flush(5)
+            devices = _status_devices(server, ref)
+            assert devices[0] == OTHER_ENTRY
+            assert [(d["device"], d.get("shareID")) for d in devices[1:]] == [
+                (d.device_name, d.share_id) for d in answer.devices
+            ]
+            writes = server.writes("resourceclaims/status")
+            preparer.prepare([ref])  # already prepared: same status, no write
+            assert writer.flush(5)
+            assert server.writes("resourceclaims/status") == writes
+            assert preparer.unprepare([ref])[ref.uid].error == ""
+            assert writer.flush(5)
+            assert _status_devices(server, ref) == [OTHER_ENTRY]
+            assert writer.pending == []
+        finally:
+            writer.stop()
 
 
 def test_status_write_failure_never_fails_prepare_and_is_retried(server, cluster, tmp_path):
@@ -178,22 +188,21 @@ def test_status_write_failure_never_fails_prepare_and_is_retried(server, cluster
     _publish(server, cluster, later)
     preparer, writer, api_client = _node(server, cluster, tmp_path)
     with api_client:
-        server.inject_failure("patch", "resourceclaims/status", 500, count=2)
-        assert preparer.prepare([ref])[ref.uid].error == ""
-        assert writer.pending == [ref.uid]
-        assert _status_devices(server, ref) == [OTHER_ENTRY]
-        assert writer.retry_pending() == [ref.uid]  # the API still fails
-        # The next successful write also delivers the pending one.
-        assert preparer.prepare([later])[later.uid].error == ""
-        assert writer.pending == []
-        assert len(_status_devices(server, ref)) == 3
-        assert len(_status_devices(server, later)) == 2
-        # A pending write is superseded by a newer one for the same claim.
-        server.inject_failure("patch", "resourceclaims/status", 500, count=1)
-        assert preparer.unprepare([ref])[ref.uid].error == ""
-        assert writer.pending == [ref.uid]
-        assert writer.retry_pending() == []
-        assert _status_devices(server, ref) == [OTHER_ENTRY]
+        try:
+            server.inject_failure("patch", "resourceclaims/status", 500, count=2)
+            assert preparer.prepare([ref])[ref.uid].error == ""
+            assert preparer.prepare([later])[later.uid].error == ""
+            assert writer.flush(5)  # both written once the API answers again
+            assert server.request_log.count("patch", "resourceclaims/status") >= 4
+            assert writer.pending == []
+            assert len(_status_devices(server, ref)) == 3
+            assert len(_status_devices(server, later)) == 2
+            server.inject_failure("patch", "resourceclaims/status", 500, count=1)
+            assert preparer.unprepare([ref])[ref.uid].error == ""
+            assert writer.flush(5)
+            assert _status_devices(server, ref) == [OTHER_ENTRY]
+        finally:
+            writer.stop()
 
 
 def test_a_conflicting_write_is_retried_on_the_fresh_object(server, cluster, tmp_path):
@@ -201,7 +210,11 @@ def test_a_conflicting_write_is_retried_on_the_fresh_object(server, cluster, tmp
     _publish(server, cluster, ref)
     preparer, writer, api_client = _node(server, cluster, tmp_path)
     with api_client:
-        server.inject_failure("patch", "resourceclaims/status", 409, count=2)
-        assert preparer.prepare([ref])[ref.uid].error == ""
-        assert writer.pending == []
-        assert len(_status_devices(server, ref)) == 3
+        try:
+            server.inject_failure("patch", "resourceclaims/status", 409, count=2)
+            assert preparer.prepare([ref])[ref.uid].error == ""
+            assert writer.flush(5)
+            assert writer.pending == []
+            assert len(_status_devices(server, ref)) == 3
+        finally:
+            writer.stop()
