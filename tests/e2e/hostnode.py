@@ -27,14 +27,19 @@ JSON = dict[str, Any]
 DRIVER = "dra.example.com"
 LEASE_NAMESPACE = "kube-node-lease"
 HEARTBEAT = 10.0  # seconds; the node lifecycle controller waits 50 s before it gives up
+# Emulated nodes run no pods: the taint keeps DaemonSets (our own, in the node scenarios)
+# off them; the e2e's workloads tolerate it.
+EMULATED_TAINT = {"key": "simdra.e2e/emulated", "value": "true", "effect": "NoSchedule"}
 
 
 class HostNode:
     """One emulated node: its Node object, heartbeat, plugin process and kubelet emulator."""
 
     def __init__(self, cp: ControlPlane, name: str, workdir: Path, profile: str,
-                 num_devices: int, extra_args: tuple[str, ...] = ()) -> None:
+                 num_devices: int, extra_args: tuple[str, ...] = (),
+                 kubeconfig: Path | None = None) -> None:
         self.cp, self.name, self.workdir = cp, name, workdir
+        self.kubeconfig = kubeconfig or cp.kubeconfig  # what the plugin authenticates with
         self.profile, self.num_devices, self.extra_args = profile, num_devices, extra_args
         self.registry = workdir / "registry"
         self.plugins = workdir / "plugins"
@@ -53,21 +58,25 @@ class HostNode:
     def start(self) -> None:
         """Register the Node, keep it Ready, start the plugin and wait for registration
         with the emulator and complete pools in the real API server."""
+        self.register()
+        self.start_plugin()
+
+    def register(self) -> None:
+        """Create the Node and keep it Ready with a heartbeat, until it is schedulable."""
         for path in (self.registry, self.plugins, self.cdi_root):
             path.mkdir(parents=True, exist_ok=True)
         self._register_node()
         self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{self.name}",
                                            daemon=True)
         self._heartbeat.start()
-        wait_until(self._untainted, 60, f"node {self.name} Ready and untainted")
-        self.start_plugin()
+        wait_until(self._ready, 60, f"node {self.name} Ready (not-ready taint removed)")
 
     def start_plugin(self) -> PluginProcess:
         """Start `simdra run` for this node and wait until it is registered and published."""
         env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
         args = [
             "--node-name", self.name, "--driver-name", DRIVER,
-            "--kubeconfig", str(self.cp.kubeconfig),
+            "--kubeconfig", str(self.kubeconfig),
             "--kubelet-registrar-directory-path", str(self.registry),
             "--kubelet-plugins-directory-path", str(self.plugins),
             "--cdi-root", str(self.cdi_root),
@@ -105,6 +114,7 @@ class HostNode:
             "metadata": {"name": self.name, "labels": {
                 "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
                 "simdra.e2e/emulated": "true"}},
+            "spec": {"taints": [EMULATED_TAINT]},
         })
         self._set_ready()
 
@@ -145,9 +155,9 @@ class HostNode:
                             "resourceVersion": current.metadata.resource_version}
         return body
 
-    def _untainted(self) -> bool:
+    def _ready(self) -> bool:
         node = self.core.read_node(self.name)
-        return not (node.spec.taints or [])
+        return [t.key for t in node.spec.taints or []] == [EMULATED_TAINT["key"]]
 
     # -- slices -------------------------------------------------------------------------
 

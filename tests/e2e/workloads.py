@@ -69,6 +69,7 @@ class Workloads:
         spec: JSON = {
             "automountServiceAccountToken": False,
             "terminationGracePeriodSeconds": 0,
+            "tolerations": [{"key": "simdra.e2e/emulated", "operator": "Exists"}],
             "resourceClaims": [{"name": c, "resourceClaimTemplateName": t}
                                for c, t in templates.items()],
             "containers": [{"name": "main", "image": image,
