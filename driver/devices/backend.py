@@ -11,7 +11,7 @@ from typing import Protocol
 
 from driver.devices.inventory_file import load_inventory_file
 from driver.devices.model import Inventory
-from driver.devices.profiles import PROFILES, profile_inventory
+from driver.devices.profiles import looks_like_path, profile_inventory
 
 
 class DeviceBackend(Protocol):
@@ -35,8 +35,7 @@ class FakeBackend:
     @property
     def inventory_path(self) -> Path | None:
         """The inventory file this backend reads, when the profile is a path."""
-        names = {p.strip() for p in self._profile.split(",")}
-        return None if names <= set(PROFILES) else Path(self._profile)
+        return Path(self._profile) if looks_like_path(self._profile) else None
 
     def discover(self) -> Inventory:
         """The simulated inventory; an inventory file is re-read on every call."""

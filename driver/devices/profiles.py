@@ -213,8 +213,7 @@ def _single(make: Callable[[str, str, int], Device]) -> ProfileBuilder:
     return lambda driver, node, index: ProfileDevices((make(driver, node, index),))
 
 
-# Profile name -> what one device index of it adds. The keys are also how the fake
-# backend tells a profile list from an inventory file path.
+# Profile name -> what one device index of it adds.
 PROFILES: dict[str, ProfileBuilder] = {
     "gpu": _single(gpu_device),
     "gpu-shared": _single(shared_gpu_device),
@@ -222,6 +221,17 @@ PROFILES: dict[str, ProfileBuilder] = {
     "nic": _single(nic_device),
 }
 GPU_PROFILES = ("gpu", "gpu-shared", "gpu-partitioned")
+
+
+INVENTORY_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def looks_like_path(profile: str) -> bool:
+    """True when a `--device-profile` value names an inventory file rather than profiles:
+    it has a `/` or ends in .yaml, .yml or .json. Anything else is read as profile names,
+    so a typo (`tpu`) is an unknown profile, not a file that cannot be read."""
+    value = profile.strip()
+    return "/" in value or value.endswith(INVENTORY_SUFFIXES)
 
 
 def parse_profiles(profiles: str) -> list[str]:

@@ -208,3 +208,34 @@ def test_demo_runs_end_to_end() -> None:
                    "bandwidth  2G    10G   8G",
                    "CDI spec files left: none", "sockets left: none"):
         assert marker in result.stdout
+
+
+# Makes one import fail inside `simdra demo` (and its children), as a plain install
+# without kubernetes_validate once did: the stand-in then answers 500 to every write.
+_BLOCK_IMPORT = '''
+import sys
+
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "kubernetes_validate":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Block())
+'''
+
+
+def test_demo_that_fails_exits_at_once_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(_BLOCK_IMPORT)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    # The timeout only bounds a hang (the demo used to wait forever here).
+    result = subprocess.run([sys.executable, "-m", "driver", "demo"], capture_output=True,
+                            text=True, timeout=60, check=False, env=env,
+                            cwd=Path(__file__).parent)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("simdra demo: step ")
+    assert "No module named 'kubernetes_validate'" in lines[0]
