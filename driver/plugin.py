@@ -196,7 +196,12 @@ class Plugin:
 
 
 def run_plugin(config: Config) -> int:
-    """Run until SIGTERM or SIGINT; returns the process exit code."""
+    """Run until SIGTERM or SIGINT; returns the process exit code.
+
+    Raises ClusterConfigError (a usage error: exit 2) before anything else is set up
+    when there is no usable cluster configuration.
+    """
+    api_client = load_api_client(config.kubeconfig)
     configure_logging(config.log_format, config.verbosity)
     stop = threading.Event()
 
@@ -206,7 +211,6 @@ def run_plugin(config: Config) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    api_client = load_api_client(config.kubeconfig)
     try:
         plugin = Plugin(config, api_client, make_backend(config))
         plugin.start()

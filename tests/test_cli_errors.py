@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from driver.cli import main
 from driver.kube import ClusterConfigError, load_api_client
 from driver.testing.cluster import wait_until
 from driver.testing.kubeconfig import write_kubeconfig
@@ -21,18 +22,28 @@ _CLEAN = ("NODE_NAME", "KUBECONFIG", "DEVICE_PROFILE", "DEVICE_BACKEND", "NUM_DE
           "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
 
 
-def _simdra(*args: str, env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in _CLEAN}
-    return subprocess.run([sys.executable, "-m", "driver", *args], capture_output=True,
-                          text=True, env={**base, **(env or {})}, timeout=60, check=False,
-                          cwd=cwd)
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _CLEAN:
+        monkeypatch.delenv(name, raising=False)
 
 
-def _one_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+def _simdra(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """`simdra ARGS` in this process (what the console script calls): exit code and
+    stderr. In-process because a Python start per case costs seconds on a busy machine;
+    test_bad_command_line_exits_2_through_the_console_entry_point covers the process."""
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:  # argparse's own exit
+        code = int(exit_.code or 0)
+    return code, capsys.readouterr().err
+
+
+def _one_line(result: tuple[int, str]) -> str:
+    code, err = result
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
     return lines[0]
 
 
@@ -44,15 +55,36 @@ def _run_in(tmp_path: Path, *args: str) -> list[str]:
             "--cdi-root", str(tmp_path / "cdi"), *args]
 
 
-def test_no_in_cluster_config_and_no_kubeconfig(tmp_path: Path) -> None:
-    line = _one_line(_simdra(*_run_in(tmp_path)))
+@pytest.mark.parametrize(("args", "expected"), [
+    ((), "--node-name"),
+    (("--node-name", "n", "--num-devices", "many"), "--num-devices='many': not an integer"),
+    (("--node-name", "n", "--driver-name", "Not_A_Domain"), "--driver-name"),
+    (("--node-name", "n", "--device-backend", "nvml"), "--device-backend"),
+    (("--node-name", "n", "--metrics-port", "70000"), "--metrics-port"),
+    (("--node-name", "n", "--claim-status", "maybe"), "--claim-status"),
+    (("--node-name", "n", "--log-format", "xml"), "--log-format"),
+    (("--node-name", "n", "--rescan-interval", "0"), "--rescan-interval"),
+])
+def test_bad_flag_values_exit_2_with_one_clear_line(capsys, args, expected) -> None:
+    assert expected in _one_line(_simdra(capsys, "run", *args))
+
+
+def test_flags_can_come_from_environment_variables(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("NODE_NAME", "n")
+    monkeypatch.setenv("NUM_DEVICES", "-3")
+
+    assert "--num-devices=-3" in _one_line(_simdra(capsys, "run"))
+
+
+def test_no_in_cluster_config_and_no_kubeconfig(tmp_path: Path, capsys) -> None:
+    line = _one_line(_simdra(capsys, *_run_in(tmp_path)))
 
     assert "no cluster configuration" in line and "--kubeconfig" in line
     assert not (tmp_path / "plugins").exists()
 
 
-def test_missing_kubeconfig(tmp_path: Path) -> None:
-    line = _one_line(_simdra(*_run_in(tmp_path, "--kubeconfig", str(tmp_path / "nope"))))
+def test_missing_kubeconfig(tmp_path: Path, capsys) -> None:
+    line = _one_line(_simdra(capsys, *_run_in(tmp_path, "--kubeconfig", str(tmp_path / "nope"))))
 
     assert f"--kubeconfig='{tmp_path / 'nope'}': cannot read: No such file" in line
 
@@ -62,34 +94,37 @@ def test_missing_kubeconfig(tmp_path: Path) -> None:
     ("just a string\n", "not a kubeconfig"),
     ("apiVersion: v1\nkind: Config\nclusters: []\n", "not a usable kubeconfig"),
 ])
-def test_invalid_kubeconfig(tmp_path: Path, content: str, reason: str) -> None:
+def test_invalid_kubeconfig(capsys, tmp_path: Path, content: str, reason: str) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text(content)
 
-    line = _one_line(_simdra(*_run_in(tmp_path, "--kubeconfig", str(path))))
+    line = _one_line(_simdra(capsys, *_run_in(tmp_path, "--kubeconfig", str(path))))
 
     assert line.startswith(f"simdra run: --kubeconfig='{path}': {reason}")
 
 
-def test_unreadable_kubeconfig_from_the_environment(tmp_path: Path) -> None:
+def test_unreadable_kubeconfig_from_the_environment(tmp_path: Path, capsys, monkeypatch) -> None:
     path = tmp_path / "kubeconfig"
     path.mkdir()  # a directory: cannot be read as a file, even by root
 
-    line = _one_line(_simdra(*_run_in(tmp_path), env={"KUBECONFIG": str(path)}))
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    line = _one_line(_simdra(capsys, *_run_in(tmp_path)))
 
     assert "--kubeconfig" in line and "cannot read" in line
 
 
-def test_unknown_profile_name_is_not_taken_for_a_file(tmp_path: Path) -> None:
-    line = _one_line(_simdra(*_run_in(tmp_path, "--device-profile", "tpu")))
+def test_unknown_profile_name_is_not_taken_for_a_file(tmp_path: Path, capsys) -> None:
+    line = _one_line(_simdra(capsys, *_run_in(tmp_path, "--device-profile", "tpu")))
 
     assert "--device-profile='tpu': unknown device profile 'tpu'" in line
     assert "cannot read" not in line
 
 
 @pytest.mark.parametrize("value", ["inventory.yaml", "conf/devices", "x.json"])
-def test_profile_that_looks_like_a_path_must_be_readable(tmp_path: Path, value: str) -> None:
-    line = _one_line(_simdra(*_run_in(tmp_path, "--device-profile", value), cwd=tmp_path))
+def test_profile_that_looks_like_a_path_must_be_readable(capsys, monkeypatch, tmp_path: Path,
+                                                          value: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    line = _one_line(_simdra(capsys, *_run_in(tmp_path, "--device-profile", value)))
 
     assert f"--device-profile='{value}': cannot read the inventory file" in line
 
@@ -100,40 +135,50 @@ def test_profile_that_looks_like_a_path_must_be_readable(tmp_path: Path, value: 
     (("run", "--node-name"), "expected one argument"),
     (("usage", "-o", "xml"), "invalid choice: 'xml'"),
 ])
-def test_bad_command_line_is_one_line(args: tuple[str, ...], expected: str) -> None:
-    result = _simdra(*args)
+def test_bad_command_line_is_one_line(capsys, args: tuple[str, ...], expected: str) -> None:
+    assert expected in _one_line(_simdra(capsys, *args))
+
+
+def test_bad_command_line_exits_2_through_the_console_entry_point(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _CLEAN}
+    result = subprocess.run([sys.executable, "-m", "driver", "run", "--node-name", "n1",
+                             "--device-profile", "tpu"], capture_output=True, text=True,
+                            env=env, timeout=60, check=False, cwd=tmp_path)
 
     assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "simdra run: --device-profile='tpu': unknown device profile 'tpu' (known: gpu, "
+        "gpu-partitioned, gpu-shared, nic); or give the path of an inventory file (with a / "
+        "or a .yaml, .yml or .json suffix)"]
 
 
-def test_version_comes_from_the_package_metadata() -> None:
+def test_version_comes_from_the_package_metadata(capsys) -> None:
     from importlib.metadata import version
 
-    result = _simdra("--version")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
 
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"simdra {version('simdra')}"
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"simdra {version('simdra')}"
 
 
-def test_usage_output_flag_has_help_text() -> None:
-    result = _simdra("usage", "--help")
+def test_usage_output_flag_has_help_text(capsys) -> None:
+    assert main(["usage", "--help"]) == 0
 
-    assert result.returncode == 0
-    option = result.stdout[result.stdout.index("--output"):]
+    out = capsys.readouterr().out
+    option = out[out.index("--output"):]
     assert "table for people" in option and "json for scripts" in option
 
 
-def test_api_client_does_not_retry_by_itself(tmp_path: Path) -> None:
+def test_api_client_does_not_retry_by_itself(tmp_path: Path, capsys) -> None:
     path = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
 
     with load_api_client(str(path)) as api:
         assert api.configuration.retries is False
-        assert api.rest_client.pool_manager.connection_pool_kw["retries"] is False
+        assert api.rest_client.pool_manager.connection_pool_kw["retries"].total is False
 
 
-def test_load_api_client_errors_are_one_line(tmp_path: Path) -> None:
+def test_load_api_client_errors_are_one_line(tmp_path: Path, capsys) -> None:
     with pytest.raises(ClusterConfigError) as caught:
         load_api_client(str(tmp_path / "missing"))
 
@@ -146,14 +191,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_api_server_down_logs_one_line_per_attempt_with_the_delay(tmp_path: Path) -> None:
+def test_api_server_down_logs_one_line_per_attempt_with_the_delay(tmp_path: Path, capsys) -> None:
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{_free_port()}")
     log_path = tmp_path / "plugin.log"
-    base = {k: v for k, v in os.environ.items() if k not in _CLEAN}
     with open(log_path, "wb") as log:
         plugin = subprocess.Popen(
             [sys.executable, "-m", "driver", *_run_in(tmp_path, "--kubeconfig", str(kubeconfig))],
-            stdout=log, stderr=subprocess.STDOUT, env=base)
+            stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: log_path.read_text().count("slice watch failed") >= 3, timeout=60,
                    what="three failed attempts in the plugin log")
