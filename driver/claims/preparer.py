@@ -12,7 +12,7 @@ leftovers), rewrites missing CDI files of recorded claims, and drops temp files 
 interrupted writes. The in-memory records and ledger mirror the checkpoint: they are
 updated right after the record is written or removed.
 
-Two instances may share the directories during a rolling update (facts 6.1), serialized
+Two instances may share the directories during a rolling update (api-facts 6.1), serialized
 by a file lock. Each call therefore starts, inside the serialized section, by checking
 whether the records changed since this instance last looked (a listing and a stat per
 record) and reloads them and the ledger if another instance wrote or removed any.

@@ -8,7 +8,7 @@ Profiles, comma-combinable into one pool named after the node:
   of the GPU; default = min 10, step 10) many claims share;
 * `gpu-partitioned`: MIG-like GPUs. Each physical GPU has a counter set
   `gpu-<i>-counters` (`memory` 80Gi, `slices` 7) published in the pool's counter slice
-  (facts 4.2: never in a slice with devices). The whole GPU `gpu-<i>` consumes all of it;
+  (api-facts 4.2: never in a slice with devices). The whole GPU `gpu-<i>` consumes all of it;
   its partitions `gpu-<i>-1g-<k>` (7 x 1g.10gb), `gpu-<i>-2g-<k>` (3 x 2g.20gb) and
   `gpu-<i>-3g-<k>` (2 x 3g.40gb) consume parts, so the scheduler can hand out e.g. a 3g and
   two 2g partitions of one GPU, but never the whole GPU next to any partition of it;
@@ -36,7 +36,7 @@ GPU_DRIVER_VERSION = "1.0.0"
 NIC_BANDWIDTH = "10G"
 
 # Shared GPUs: what one share consumes when its request names no amount, and the grid
-# requests are rounded up to (facts 4.5, 4.8: default >= min, aligned to step).
+# requests are rounded up to (api-facts 4.5, 4.8: default >= min, aligned to step).
 GPU_COMPUTE = "100"
 GPU_MEMORY_POLICY: JSON = {"default": "8Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
 GPU_COMPUTE_POLICY: JSON = {"default": "10", "validRange": {"min": "10", "step": "10"}}

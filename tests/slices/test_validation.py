@@ -1,4 +1,4 @@
-"""The API server's ResourceSlice rules (facts 4.2-4.8), one case per rule."""
+"""The API server's ResourceSlice rules (api-facts 4.2-4.8), one case per rule."""
 
 from __future__ import annotations
 

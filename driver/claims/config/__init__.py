@@ -1,6 +1,6 @@
 """Opaque device configuration of this driver (`simdra.dra.example.com/v1alpha1`).
 
-DeviceClasses and claims carry driver parameters as opaque JSON (facts 5.1, 5.2). This
+DeviceClasses and claims carry driver parameters as opaque JSON (api-facts 5.1, 5.2). This
 package turns them into typed settings and their effect on a prepared device:
 
 * `types`: the kinds (`GpuConfig`, `NicConfig`) and their fields;

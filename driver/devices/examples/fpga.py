@@ -40,7 +40,7 @@ from driver.devices.sysfs.files import read_text, resolve
 from driver.devices.sysfs.names import label, unique_names
 from driver.devices.sysfs.values import string_attr
 
-PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # a standard attribute (facts 4.7)
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # a standard attribute (api-facts 4.7)
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _DFL_FME = re.compile(r"^dfl-fme\.\d+$")
 _DFL_NODE = re.compile(r"^dfl-(fme|port)\.\d+$")
