@@ -20,7 +20,7 @@ Example (a claim's `spec.devices.config[]` entry)::
         kind: GpuConfig
         sharing:
           strategy: MPS                 # or TimeSlicing
-          mps:
+          mpsConfig:
             defaultActiveThreadPercentage: 50
             defaultPinnedMemoryLimit: 4Gi
 """

@@ -151,7 +151,7 @@ def _device_problems(
             mps.default_pinned_memory_limit,
             target,
             "memory",
-            f"{origin.get('sharing')}.sharing.mps.defaultPinnedMemoryLimit",
+            f"{origin.get('sharing')}.sharing.mpsConfig.defaultPinnedMemoryLimit",
         )
     if config.rate_limit is None:
         return []

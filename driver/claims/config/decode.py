@@ -128,8 +128,8 @@ def _gpu(reader: _Reader) -> GpuConfig:
     if sharing is None:
         return GpuConfig()
     strategy = sharing.string("strategy")
-    time_slicing = sharing.obj("timeSlicing")
-    mps = sharing.obj("mps")
+    time_slicing = sharing.obj("timeSlicingConfig")
+    mps = sharing.obj("mpsConfig")
     decoded = GpuSharing(
         strategy=strategy or "",
         time_slicing=_time_slicing(time_slicing) if time_slicing is not None else None,

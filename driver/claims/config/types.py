@@ -8,8 +8,8 @@ GpuConfig::
 
     sharing:
       strategy: TimeSlicing | MPS                      # required inside sharing
-      timeSlicing: {interval: Default|Short|Medium|Long}   # only with TimeSlicing
-      mps:                                               # only with MPS
+      timeSlicingConfig: {interval: Default|Short|Medium|Long}   # only with TimeSlicing
+      mpsConfig:                                               # only with MPS
         defaultActiveThreadPercentage: 1..100
         defaultPinnedMemoryLimit: <quantity> > 0, at most the memory the device/share has
 
@@ -81,12 +81,12 @@ class GpuConfig:
         if self.sharing is not None:
             sharing: dict[str, Any] = {"strategy": self.sharing.strategy}
             if self.sharing.time_slicing is not None:
-                sharing["timeSlicing"] = _set_fields(
+                sharing["timeSlicingConfig"] = _set_fields(
                     {"interval": self.sharing.time_slicing.interval}
                 )
             if self.sharing.mps is not None:
                 mps = self.sharing.mps
-                sharing["mps"] = _set_fields(
+                sharing["mpsConfig"] = _set_fields(
                     {
                         "defaultActiveThreadPercentage": mps.default_active_thread_percentage,
                         "defaultPinnedMemoryLimit": _quantity(mps.default_pinned_memory_limit),
