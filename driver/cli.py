@@ -17,7 +17,6 @@ from driver.fault_cli import add_fault_parser
 from driver.usage import usage_main
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_BACKENDS = ("fake", "sysfs")
 
 # (flag, env var, default, help)
 _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
@@ -30,7 +29,8 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
      "/var/lib/kubelet/plugins", "directory holding the plugin's data directory"),
     ("--cdi-root", "CDI_ROOT", "/var/run/cdi", "directory for generated CDI spec files"),
     ("--device-backend", "DEVICE_BACKEND", "fake",
-     "device backend: fake, sysfs, or package.module:ClassName (a custom DeviceBackend)"),
+     "device backend: a registered name (driver/devices/registry.py: fake, sysfs, ...) "
+     "or package.module:ClassName"),
     ("--device-profile", "DEVICE_PROFILE", "gpu",
      "fake devices: comma list of gpu | gpu-shared | gpu-partitioned, and nic; "
      "or a path to an inventory YAML file"),
@@ -131,15 +131,15 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def _backend(value: str) -> str:
-    """A built-in backend name, or a `module:Class` that imports and has `discover()`."""
-    if value in _BACKENDS:
-        return value
+    """A registered backend name, or a `module:Class` that imports and has `discover()`;
+    a registered backend is imported too, so a broken one fails here, not later."""
     from driver.devices.loader import BackendSpecError, load_backend_class
+    from driver.devices.registry import BACKENDS, backend_spec
 
     try:
-        load_backend_class(value)
+        load_backend_class(backend_spec(value))
     except BackendSpecError as err:
-        rule = f"must be {', '.join(_BACKENDS)} or package.module:ClassName"
+        rule = f"must be one of {', '.join(BACKENDS)} or package.module:ClassName"
         raise UsageError(f"--device-backend={value!r}: {rule}; {err}") from None
     return value
 

@@ -3,13 +3,15 @@
 DeviceClasses and claims carry driver parameters as opaque JSON (api-facts 5.1, 5.2). This
 package turns them into typed settings and their effect on a prepared device:
 
-* `types`: the kinds (`GpuConfig`, `NicConfig`) and their fields;
-* `decode`: strict JSON -> types (apiVersion/kind required and known, unknown fields
-  rejected, wrong JSON types rejected), every problem with its field path;
-* `validate`: value rules (ranges, enums, combinations), also with field paths;
+* `handler`: what one kind provides (`ConfigHandler`: decode, value rules, device
+  rules, env) and the strict `FieldReader`; a device kind brings its own handlers;
+* `kinds`: the handlers of the built-in kinds, `GpuConfig` and `NicConfig`
+  (`types`: their fields, `validate`: their value rules);
+* `decode`: strict JSON -> a kind's config (apiVersion/kind required and known, unknown
+  fields rejected, wrong JSON types rejected), every problem with its field path;
 * `apply`: which entries configure which device (class entries first, claim entries
-  win; `requests` filters; kind vs device type), the merged result, the checks that need
-  the device (limits no larger than what the share holds) and the CDI env it yields.
+  win; `requests` filters; kind vs device type), the merged result and the checks that
+  need the device.
 
 Example (a claim's `spec.devices.config[]` entry)::
 
