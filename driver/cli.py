@@ -8,14 +8,15 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
+from driver.cli_parser import OneLineParser
 from driver.config import Config
 from driver.fault_cli import add_fault_parser
 from driver.usage import usage_main
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_BACKENDS = ("fake", "sysfs")
 
 # (flag, env var, default, help)
 _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
@@ -28,7 +29,8 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
      "/var/lib/kubelet/plugins", "directory holding the plugin's data directory"),
     ("--cdi-root", "CDI_ROOT", "/var/run/cdi", "directory for generated CDI spec files"),
     ("--device-backend", "DEVICE_BACKEND", "fake",
-     "device backend: fake, sysfs, or package.module:ClassName (a custom DeviceBackend)"),
+     "device backend: a registered name (driver/devices/registry.py: fake, sysfs, ...) "
+     "or package.module:ClassName"),
     ("--device-profile", "DEVICE_PROFILE", "gpu",
      "fake devices: comma list of gpu | gpu-shared | gpu-partitioned, and nic; "
      "or a path to an inventory YAML file"),
@@ -71,8 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="simdra", description=__doc__)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = OneLineParser(prog="simdra", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"simdra {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                     parser_class=OneLineParser)
     run = commands.add_parser("run", help="run the kubelet plugin")
     for flag, env, default, text in _RUN_FLAGS:
         names = [flag, "-v"] if flag == "--verbosity" else [flag]
@@ -86,6 +90,14 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary directory")
     demo.set_defaults(handler=_demo)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (pyproject.toml is the only place it is written)."""
+    try:
+        return metadata.version("simdra")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -103,7 +115,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         plugins_dir=Path(args.kubelet_plugins_directory_path),
         cdi_root=Path(args.cdi_root),
         device_backend=backend,
-        device_profile=args.device_profile,
+        device_profile=_profile(args.device_profile),
         sysfs_root=Path(args.sysfs_root),
         dev_root=Path(args.dev_root),
         num_devices=_int(args.num_devices, "--num-devices", 0, 100_000),
@@ -119,16 +131,40 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def _backend(value: str) -> str:
-    """A built-in backend name, or a `module:Class` that imports and has `discover()`."""
-    if value in _BACKENDS:
-        return value
+    """A registered backend name, or a `module:Class` that imports and has `discover()`;
+    a registered backend is imported too, so a broken one fails here, not later."""
     from driver.devices.loader import BackendSpecError, load_backend_class
+    from driver.devices.registry import BACKENDS, backend_spec
 
     try:
-        load_backend_class(value)
+        load_backend_class(backend_spec(value))
     except BackendSpecError as err:
-        rule = f"must be {', '.join(_BACKENDS)} or package.module:ClassName"
+        rule = f"must be one of {', '.join(BACKENDS)} or package.module:ClassName"
         raise UsageError(f"--device-backend={value!r}: {rule}; {err}") from None
+    return value
+
+
+def _profile(value: str) -> str:
+    """Built-in profile names (a comma list), or the path of a readable inventory file.
+
+    A value is a path only if it looks like one (has a `/` or a .yaml/.yml/.json
+    suffix), so a mistyped profile name is reported as one, not as a missing file.
+    """
+    from driver.devices.profiles import looks_like_path, parse_profiles
+
+    if looks_like_path(value):
+        try:
+            with open(value, "rb"):
+                pass
+        except OSError as err:
+            raise UsageError(f"--device-profile={value!r}: cannot read the inventory "
+                             f"file: {err.strerror or err}") from None
+        return value
+    try:
+        parse_profiles(value)
+    except ValueError as err:
+        raise UsageError(f"--device-profile={value!r}: {err}; or give the path of an "
+                         "inventory file (with a / or a .yaml, .yml or .json suffix)") from None
     return value
 
 
@@ -170,9 +206,14 @@ def _bool(value: str, flag: str) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from driver.kube import ClusterConfigError
     from driver.plugin import run_plugin  # imported late: `simdra --help` stays fast
 
-    return run_plugin(config_from_args(args))
+    config = config_from_args(args)
+    try:
+        return run_plugin(config)
+    except ClusterConfigError as err:  # --kubeconfig, or no in-cluster configuration
+        raise UsageError(str(err)) from None
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from driver.cli_parser import OneLineParser
 from driver.devices.faults import (
     DEFAULT_FAIL_MESSAGE,
     DEFAULT_UNHEALTHY_MESSAGE,
@@ -102,7 +103,7 @@ def add_fault_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 
 def fault_main(argv: Sequence[str] | None = None) -> int:
     """Run `simdra fault` with `argv` (the words after `fault`); returns the exit status."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG, usage=USAGE, description=DESCRIPTION, epilog=ACTION_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

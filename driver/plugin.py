@@ -14,14 +14,14 @@ from kubernetes.client import ApiClient
 
 from driver.claims.api_source import ApiClaimSource
 from driver.claims.preparer import Preparer
+from driver.claims.rules import rules_for
 from driver.claims.status import ClaimStatusWriter
 from driver.claims.status_worker import BackgroundStatusWriter
 from driver.config import Config
-from driver.devices.backend import DeviceBackend, FakeBackend
+from driver.devices.backend import BackendContext, DeviceBackend
 from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
 from driver.devices.live import DeviceKey, LiveDevices, NodeView
 from driver.devices.model import Inventory
-from driver.devices.sysfs import SysfsBackend
 from driver.kube import load_api_client
 from driver.kubelet.health import HealthBoard
 from driver.kubelet.healthcheck import start_healthcheck_server
@@ -44,17 +44,15 @@ HEALTH_RESEND_SECONDS = 10.0
 
 
 def make_backend(config: Config) -> DeviceBackend:
-    """The device backend `--device-backend` names: built in, or `module:Class`
-    constructed as `Class(config)` (see `driver.devices.loader`)."""
-    from driver.devices.loader import is_backend_spec, load_backend_class
+    """The device backend `--device-backend` names (a registered name or
+    `package.module:Class`), constructed from a BackendContext (see
+    `driver.devices.loader`)."""
+    from driver.devices.loader import load_backend_class
+    from driver.devices.registry import backend_spec
 
-    if is_backend_spec(config.device_backend):
-        return load_backend_class(config.device_backend)(config)
-    if config.device_backend == "sysfs":
-        return SysfsBackend(config.sysfs_root, config.dev_root, node_name=config.node_name,
-                            driver_name=config.driver_name)
-    return FakeBackend(config.device_profile, config.driver_name, config.node_name,
-                       config.num_devices)
+    backend_class = load_backend_class(backend_spec(config.device_backend))
+    factory = getattr(backend_class, "from_context", backend_class)
+    return factory(BackendContext.from_config(config))
 
 
 class Plugin:
@@ -146,7 +144,8 @@ class Plugin:
             cfg.driver_name, ApiClaimSource(self._api_client), lambda: self.inventory,
             cfg.cdi_root, cfg.data_dir, serialize=lambda: serializer,
             status_writer=self._status,
-            device_hook=prepare_faults.before_device if prepare_faults else None)
+            device_hook=prepare_faults.before_device if prepare_faults else None,
+            rules=rules_for(self._backend))
 
     def _start_kubelet(self) -> None:
         cfg = self.config
@@ -196,7 +195,12 @@ class Plugin:
 
 
 def run_plugin(config: Config) -> int:
-    """Run until SIGTERM or SIGINT; returns the process exit code."""
+    """Run until SIGTERM or SIGINT; returns the process exit code.
+
+    Raises ClusterConfigError (a usage error: exit 2) before anything else is set up
+    when there is no usable cluster configuration.
+    """
+    api_client = load_api_client(config.kubeconfig)
     configure_logging(config.log_format, config.verbosity)
     stop = threading.Event()
 
@@ -206,7 +210,6 @@ def run_plugin(config: Config) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    api_client = load_api_client(config.kubeconfig)
     try:
         plugin = Plugin(config, api_client, make_backend(config))
         plugin.start()

@@ -32,6 +32,7 @@ from driver.claims.checkpoint import CorruptRecord, read_records, records_direct
 from driver.claims.errors import quantity_text
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import PreparedClaim, PreparedUnit
+from driver.cli_parser import OneLineParser
 
 DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
 DEFAULT_DRIVER_NAME = "dra.example.com"
@@ -287,7 +288,7 @@ def _q(amount: Fraction) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="simdra usage",
         description="Show devices, shares and counters prepared by a simdra plugin on this "
         "node, read from its checkpoint (read-only, works while the plugin runs).",
@@ -308,7 +309,8 @@ def _parser() -> argparse.ArgumentParser:
         default=driver,
         help=f"as for `simdra run` [env DRIVER_NAME; default {driver}]",
     )
-    parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table",
+                        help="table for people (default), json for scripts")
     return parser
 
 

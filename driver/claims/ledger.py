@@ -1,6 +1,6 @@
 """Capacity ledger: which claims hold which devices and shares on this node (pure).
 
-Defence in depth (facts 2.3): the scheduler should never hand out an exclusive device
+Defence in depth (api-facts 2.3): the scheduler should never hand out an exclusive device
 twice, overbook a shared one or overdraw a pool's shared counters, but the node checks
 before it prepares. Three rules:
 
@@ -8,11 +8,11 @@ before it prepares. Three rules:
 * per capacity, the consumedCapacity of all prepared shares of a device stays within the
   device's capacity;
 * per counter, the counters consumed by the devices in use stay within the pool's
-  counter set (facts 4.4: a device consumes its counters once while it is allocated at
+  counter set (api-facts 4.4: a device consumes its counters once while it is allocated at
   all, however many shares it has, as the scheduler counts them). This is what keeps a
   whole partitionable GPU from being prepared while one of its partitions is.
 
-Admin access results are monitoring access (facts 5.2): they consume nothing and block
+Admin access results are monitoring access (api-facts 5.2): they consume nothing and block
 nobody. The ledger holds no state of its own that the checkpoint lacks; after a restart
 it is rebuilt from the checkpoint records, which carry every amount it needs.
 """

@@ -12,7 +12,7 @@ leftovers), rewrites missing CDI files of recorded claims, and drops temp files 
 interrupted writes. The in-memory records and ledger mirror the checkpoint: they are
 updated right after the record is written or removed.
 
-Two instances may share the directories during a rolling update (facts 6.1), serialized
+Two instances may share the directories during a rolling update (api-facts 6.1), serialized
 by a file lock. Each call therefore starts, inside the serialized section, by checking
 whether the records changed since this instance last looked (a listing and a stat per
 record) and reloads them and the ledger if another instance wrote or removed any.
@@ -35,6 +35,7 @@ from driver.claims.checkpoint import Checkpoint, CorruptRecord
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import PreparedClaim, plan_prepare
+from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.source import ClaimSource
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.devices.model import Inventory
@@ -90,8 +91,10 @@ class Preparer:
         fault: FaultHook | None = None,
         status_writer: StatusWriter | None = None,
         device_hook: DeviceHook | None = None,
+        rules: ClaimRules = DEFAULT_RULES,
     ) -> None:
         self._driver = driver_name
+        self._rules = rules
         self._source = source
         self._inventory = inventory
         self._cdi_root = Path(cdi_root)
@@ -232,7 +235,7 @@ class Preparer:
         progress.step = "read inventory"
         inventory = self._inventory()
         progress.step = "plan"
-        prepared = plan_prepare(allocation, inventory, self._driver)
+        prepared = plan_prepare(allocation, inventory, self._driver, self._rules)
         progress.step = "check capacity"
         problems = self._ledger.check(prepared)
         if problems:

@@ -1,4 +1,4 @@
-"""Claim status: our entries in a ResourceClaim's `status.devices` (facts 5.3).
+"""Claim status: our entries in a ResourceClaim's `status.devices` (api-facts 5.3).
 
 After a claim is prepared, every prepared unit (device, or share of a device) gets one
 entry keyed by (driver, pool, device, shareID) with

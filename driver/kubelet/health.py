@@ -1,7 +1,7 @@
 """DRAResourceHealth servicers (v1alpha1 and v1): device health streamed to the kubelet.
 
 The kubelet opens NodeWatchResources and expects every message to list all devices of
-the driver (facts 3.2, 3.3). Where the health comes from is a `HealthSource`; `HealthBoard`
+the driver (api-facts 3.2, 3.3). Where the health comes from is a `HealthSource`; `HealthBoard`
 is a simple one that callers feed with `update()`.
 """
 

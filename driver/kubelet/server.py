@@ -1,6 +1,6 @@
 """A gRPC server on one unix socket that it owns.
 
-Lifecycle rules (facts 1.4 and 8):
+Lifecycle rules (api-facts 1.4 and 8):
 
 - the parent directory is created when missing;
 - a stale socket left at the path by a dead process is removed; anything else at the

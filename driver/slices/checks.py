@@ -1,7 +1,7 @@
 """Local validation of a pool before anything is written (pure).
 
 Two layers:
-- pool-wide rules no single slice can check (facts 6.3 "local validation"): device names
+- pool-wide rules no single slice can check (api-facts 6.3 "local validation"): device names
   unique in the pool, counter-set names unique in the pool, and every `consumesCounters`
   entry naming a counter set of the pool and only counters that set defines;
 - every slice the pool will be published as, checked with the API server's own rules

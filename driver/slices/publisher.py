@@ -12,7 +12,7 @@ Work comes from `update(inventory)`, from watch events on our slices (debounced,
 the kubelet deleting all slices at start costs one pass), and from retries. A quiet
 node makes no API calls besides the idle watch, and no CPU.
 
-Behaviour beyond the Go helper (facts 6.3):
+Behaviour beyond the Go helper (api-facts 6.3):
 - deleted slices come back after the debounce (0.1 s), not after 30 s;
 - deterministic slice names (see `naming`) make creates idempotent, so a lost create
   response cannot publish devices twice;

@@ -113,14 +113,14 @@ def test_untargeted_entry_configures_only_devices_of_its_type():
 def test_gpu_sharing_settings_reach_the_workload():
     mps = {
         "strategy": "MPS",
-        "mps": {"defaultActiveThreadPercentage": 50, "defaultPinnedMemoryLimit": "4Gi"},
+        "mpsConfig": {"defaultActiveThreadPercentage": 50, "defaultPinnedMemoryLimit": "4Gi"},
     }
     env = _env(_plan([result("gpu", "gpu-0")], [config_entry(gpu_config(sharing=mps))]))
     assert env["GPU_SHARING_STRATEGY"] == "MPS"
     assert env["GPU_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
     assert env["GPU_MPS_PINNED_MEMORY_LIMIT"] == "4Gi"
     assert env["GPU_MPS_PINNED_MEMORY_LIMIT_VALUE"] == str(4 * 2**30)
-    sliced = {"strategy": "TimeSlicing", "timeSlicing": {"interval": "Long"}}
+    sliced = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}
     env = _env(_plan([result("gpu", "gpu-0")], [config_entry(gpu_config(sharing=sliced))]))
     assert env["GPU_TIME_SLICE_INTERVAL"] == "Long"
 
@@ -146,8 +146,8 @@ P = f"{CONFIG}[0].opaque.parameters"
     [
         (nic_config(mut=9000), f"{P}.mut: unknown field"),
         (
-            gpu_config(sharing={"strategy": "MPS", "mps": {"threads": 5}}),
-            f"{P}.sharing.mps.threads: unknown field",
+            gpu_config(sharing={"strategy": "MPS", "mpsConfig": {"threads": 5}}),
+            f"{P}.sharing.mpsConfig.threads: unknown field",
         ),
         ({"kind": "NicConfig", "mtu": 9000}, f"{P}.apiVersion: required"),
         (
@@ -173,16 +173,20 @@ P = f"{CONFIG}[0].opaque.parameters"
         ),
         (gpu_config(sharing={}), f"{P}.sharing.strategy: required"),
         (
-            gpu_config(sharing={"strategy": "MPS", "timeSlicing": {"interval": "Long"}}),
-            f"{P}.sharing.timeSlicing: only allowed with strategy TimeSlicing",
+            gpu_config(sharing={"strategy": "MPS", "timeSlicingConfig": {"interval": "Long"}}),
+            f"{P}.sharing.timeSlicingConfig: only allowed with strategy TimeSlicing",
         ),
         (
-            gpu_config(sharing={"strategy": "TimeSlicing", "timeSlicing": {"interval": "Hour"}}),
-            f"{P}.sharing.timeSlicing.interval: 'Hour' is not one of Default, Short, Medium, Long",
+            gpu_config(sharing={"strategy": "TimeSlicing",
+                                "timeSlicingConfig": {"interval": "Hour"}}),
+            f"{P}.sharing.timeSlicingConfig.interval: 'Hour' is not one of Default, Short, "
+            "Medium, Long",
         ),
         (
-            gpu_config(sharing={"strategy": "MPS", "mps": {"defaultActiveThreadPercentage": 0}}),
-            f"{P}.sharing.mps.defaultActiveThreadPercentage: 0 is out of range (must be 1 to 100)",
+            gpu_config(sharing={"strategy": "MPS",
+                                "mpsConfig": {"defaultActiveThreadPercentage": 0}}),
+            f"{P}.sharing.mpsConfig.defaultActiveThreadPercentage: 0 is out of range "
+            "(must be 1 to 100)",
         ),
         (gpu_config(sharing="MPS"), f"{P}.sharing: 'MPS' is not an object"),
         ([1, 2], f"{P}: list is not an object"),
@@ -229,13 +233,13 @@ def test_untargeted_entry_that_configures_nothing_is_an_error():
 
 def test_pinned_memory_limit_cannot_exceed_the_gpu_share(tmp_path):
     cluster = ProfileCluster("gpu-shared")
-    mps = {"strategy": "MPS", "mps": {"defaultPinnedMemoryLimit": "9Gi"}}
+    mps = {"strategy": "MPS", "mpsConfig": {"defaultPinnedMemoryLimit": "9Gi"}}
     ref = cluster.allocate(
         "small", wants("gpu", "gpu", memory="8Gi"), config=[config_entry(gpu_config(sharing=mps))]
     )
     preparer = cluster.preparer(tmp_path)
     error = preparer.prepare([ref])[ref.uid].error
-    assert "sharing.mps.defaultPinnedMemoryLimit: 9Gi is more than the 8Gi of memory" in error
+    assert "sharing.mpsConfig.defaultPinnedMemoryLimit: 9Gi is more than the 8Gi of memory" in error
     assert "[step: plan]" in error
     # Nothing was prepared for the refused claim.
     assert list((tmp_path / "cdi").iterdir()) == []

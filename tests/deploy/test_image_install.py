@@ -2,8 +2,10 @@
 .dockerignore) in a scratch root, then its RUN lines, then the installed `simdra`.
 
 This catches what only a real image build would: files the image lacks, broken
-dependency pins, a console script that does not start. It installs the dependencies
-(tens of seconds), so it is marked `slow`; it still runs by default.
+dependency pins, a console script that does not start, a `simdra demo` that needs a
+package only the test extra installs. It installs the dependencies (tens of seconds to
+minutes), so it is an `e2e` test: the test command leaves it out, `pytest -m e2e` runs
+it (the e2e job, which builds the real image anyway).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ OFFLINE = ("NewConnectionError", "Temporary failure in name resolution",
            "Network is unreachable", "Failed to establish a new connection")
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_image_build_stage_installs_a_working_simdra(tmp_path):
     dockerfile = parse_dockerfile((REPO / "Dockerfile").read_text())
@@ -55,3 +58,7 @@ def test_image_build_stage_installs_a_working_simdra(tmp_path):
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip().startswith(str(venv)), "imported from outside the image"
     assert not (venv / "bin" / "pip").exists(), "the image must not ship pip"
+    # The demo is what a new user runs first, in the image as from a plain `pip install .`.
+    demo = run(str(venv / "bin" / "simdra"), "demo")
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert "CDI spec files left: none" in demo.stdout

@@ -1,4 +1,4 @@
-"""Consumable-capacity request policy: rounding, defaults and refusals (facts 4.5, 4.8)."""
+"""Consumable-capacity request policy: rounding, defaults and refusals (api-facts 4.5, 4.8)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Semantic validation of resource.k8s.io/v1 ResourceSlices, as the API server does it.
 
 The OpenAPI schema only checks shapes; the real API server adds the rules of
-`pkg/apis/resource/validation` (facts 4.2-4.8): one-of node selection, name formats,
+`pkg/apis/resource/validation` (api-facts 4.2-4.8): one-of node selection, name formats,
 per-device and per-slice limits, counter sets, taints and consumable-capacity request
 policies. These pure functions reproduce those rules so that the API stand-in rejects
 what a real server rejects, and so that the inventory loader and the publisher can check

@@ -1,4 +1,4 @@
-"""Rules for device capacity and its consumable-capacity requestPolicy (pure, facts 4.8).
+"""Rules for device capacity and its consumable-capacity requestPolicy (pure, api-facts 4.8).
 
 A requestPolicy is only allowed on devices with `allowMultipleAllocations: true`; it
 holds a default and either a list of validValues or a validRange (min, max, step), all
@@ -47,7 +47,7 @@ def capacity_errors(entry: Any, multi: bool, path: str) -> list[FieldError]:
 def request_policy_errors(
     capacity: Fraction, policy: Mapping[str, Any], path: str
 ) -> list[FieldError]:
-    """Errors of a CapacityRequestPolicy against its capacity value (facts 4.8)."""
+    """Errors of a CapacityRequestPolicy against its capacity value (api-facts 4.8)."""
     valid_values, valid_range = policy.get("validValues"), policy.get("validRange")
     if valid_values and valid_range is not None:
         return [

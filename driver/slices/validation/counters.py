@@ -1,4 +1,4 @@
-"""Rules for shared counters (pure, facts 4.6): a slice's `sharedCounters` counter sets and
+"""Rules for shared counters (pure, api-facts 4.6): a slice's `sharedCounters` counter sets and
 a device's `consumesCounters`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Size limits of resource.k8s.io/v1 and which device limit a slice gets (pure, facts 4.6).
+"""Size limits of resource.k8s.io/v1 and which device limit a slice gets (pure, api-facts 4.6).
 
 Values as of Kubernetes 1.35. A slice may hold 128 devices, but only 64 when any of them
 uses an "advanced" feature: taints, counter consumption or list-valued attributes.

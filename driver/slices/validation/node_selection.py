@@ -1,4 +1,4 @@
-"""Rules for node selection (pure, facts 4.2/4.3): the slice's one-of nodeName/nodeSelector/
+"""Rules for node selection (pure, api-facts 4.2/4.3): the slice's one-of nodeName/nodeSelector/
 allNodes/perDeviceNodeSelection, a device's own one-of under perDeviceNodeSelection, and
 core/v1 NodeSelectors."""
 

@@ -1,5 +1,5 @@
 """Validation of a whole ResourceSlice object and of updates to one (pure): metadata,
-driver, pool, node selection, the devices list and shared counters (facts 4.2-4.6)."""
+driver, pool, node selection, the devices list and shared counters (api-facts 4.2-4.6)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def immutable_field_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> li
 
 
 def validate_slice_spec(spec: Mapping[str, Any], path: str = "spec") -> list[FieldError]:
-    """Errors of a ResourceSliceSpec (facts 4.2, 4.3, 4.6)."""
+    """Errors of a ResourceSliceSpec (api-facts 4.2, 4.3, 4.6)."""
     errors = driver_name_errors(spec.get("driver"), f"{path}.driver")
     errors += _pool_errors(spec.get("pool"), f"{path}.pool")
     errors += slice_node_selection_errors(spec, path)
