@@ -33,7 +33,7 @@ echo "e2e: components ready in $(( $(date +%s) - start )) s: $bin" >&2
 export SIMDRA_E2E_BIN=$bin
 echo "e2e: logs in $SIMDRA_E2E_LOGS" >&2
 set +e
-python -m pytest -m e2e tests/e2e -p no:cacheprovider -q "$@"
+python -m pytest -m e2e tests -p no:cacheprovider -q "$@"
 rc=$?
 set -e
 if [ "$rc" -ne 0 ]; then
