@@ -29,10 +29,21 @@ go=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 mkdir -p "$(dirname "$cache")" || die "cannot create the cache directory $(dirname "$cache")"
 scratch=$(mktemp -d "$cache.partial.XXXXXX") || die "cannot create a temporary directory"
 trap 'rm -rf "$scratch"' EXIT
-# The version ldflag is what `helm version` prints; helm reads it for its User-Agent too.
+# The ldflags helm's own Makefile sets: the version `helm version` prints, and the
+# Kubernetes version `helm template` and `helm lint` assume (from client-go v0.X.Y: 1.X;
+# without them helm assumes 1.20, which the chart's kubeVersion refuses).
+client_go=$(cd "$module" && "$go" list -mod=readonly -m -f '{{.Version}}' k8s.io/client-go \
+  2>&1) || die "go list k8s.io/client-go failed: $(echo "$client_go" | tail -n 1)"
+kube_minor=$(echo "$client_go" | cut -d. -f2)
+pkg=helm.sh/helm/v3
+ldflags="-s -w -X $pkg/internal/version.version=$version"
+for var in pkg/chartutil pkg/lint/rules; do
+  ldflags+=" -X $pkg/$var.k8sVersionMajor=1 -X $pkg/$var.k8sVersionMinor=$kube_minor"
+done
+# nice: the build takes minutes of CPU on a cold Go cache; let other work go first.
 if ! (cd "$module" && CGO_ENABLED=0 nice "$go" build -mod=readonly -trimpath \
-    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
-    -o "$scratch/bin/helm" helm.sh/helm/v3/cmd/helm) >"$scratch/build.log" 2>&1; then
+    -ldflags "$ldflags" -o "$scratch/bin/helm" "$pkg/cmd/helm") >"$scratch/build.log" 2>&1
+then
   die "go build failed: $(grep -v '^\s*$' "$scratch/build.log" | tail -n 1)"
 fi
 "$scratch/bin/helm" version --short >/dev/null 2>&1 || die "the built binary does not run"
