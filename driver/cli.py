@@ -4,6 +4,7 @@ with the names users of the Go DRA drivers already know."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import re
 import sys
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simdra", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"simdra {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="run the kubelet plugin")
     for flag, env, default, text in _RUN_FLAGS:
@@ -86,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary directory")
     demo.set_defaults(handler=_demo)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (pyproject.toml), or why there is none."""
+    try:
+        return importlib.metadata.version("simdra")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed: run from a source tree)"
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
