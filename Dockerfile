@@ -13,12 +13,18 @@ ARG VENV
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY driver ./driver
-# Dependencies come from pyproject.toml only (no ad-hoc installs). pip is removed
-# afterwards: the runtime image never installs anything.
+# Dependencies first, in a layer of their own that only pyproject.toml invalidates: a code
+# change rebuilds just the last layer. They come from pyproject.toml's
+# [project].dependencies only (no ad-hoc installs), listed by the image's own Python.
+COPY pyproject.toml ./
 RUN python -m venv "$VENV" \
- && "$VENV/bin/pip" install --prefer-binary . \
+ && python -c 'import tomllib; deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]; print("\n".join(deps))' > requirements.txt \
+ && "$VENV/bin/pip" install --prefer-binary --requirement requirements.txt
+COPY README.md ./
+COPY driver ./driver
+# The package itself, with no dependency resolution (all there already). pip is removed
+# afterwards: the runtime image never installs anything.
+RUN "$VENV/bin/pip" install --no-deps . \
  && "$VENV/bin/pip" uninstall --yes pip
 
 FROM ${PYTHON_IMAGE}

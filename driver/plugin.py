@@ -159,13 +159,21 @@ class Plugin:
             serialize=False,  # the preparer serializes, after reading the claims
         )
         self._stops.append(kubelet.stop)
+        self._kubelet = kubelet
         self._sockets = [kubelet.dra_socket, kubelet.registration_socket]
+
+    def ready(self) -> bool:
+        """Ready (the readinessProbe's `readiness` service): the kubelet's latest report
+        says it registered this instance, and the node's slices have been published."""
+        return (self._kubelet.registration_status.registered is True
+                and self._publisher.has_synced())
 
     def _start_observability(self) -> None:
         cfg = self.config
         if cfg.healthcheck_port >= 0:
             health = start_healthcheck_server(cfg.healthcheck_port, self._sockets,
-                                              service_names=("", cfg.driver_name))
+                                              service_names=("", cfg.driver_name),
+                                              readiness=self.ready)
             self._stops.append(health.stop)
             self.healthcheck_port = health.port
             log.info("gRPC health service on port %d", health.port)

@@ -8,4 +8,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/hack/venv.sh"
 cd "$root"
 ruff check .
+# The deploy tests run real helm (lint, template) on the chart: build it first (cached
+# after the first time, see hack/build-helm.sh). A helm that cannot be built stops the
+# suite here with one line; the chart is never silently left unchecked.
+SIMDRA_HELM=$("$root/hack/build-helm.sh")
+export SIMDRA_HELM
 exec python -m pytest -n "${SIMDRA_TEST_WORKERS:-auto}" "$@"

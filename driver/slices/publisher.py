@@ -167,6 +167,12 @@ class Publisher:
         with self._cond:
             return self._cond.wait_for(lambda: self._synced, timeout)
 
+    def has_synced(self) -> bool:
+        """True once every valid pool has been published as desired, at least once since
+        start. Later changes do not reset it, so readiness does not flap on a rescan."""
+        with self._cond:
+            return self._last_sync_time is not None
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop both threads and close the watch. Published slices stay on the server."""
         self._stop.set()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,9 @@ def test_image_build_stage_installs_a_working_simdra(tmp_path):
         return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=120, check=False)
 
+    version = run(str(venv / "bin" / "simdra"), "--version")
+    project_version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert version.stdout.strip() == f"simdra {project_version}", version.stderr
     usage = run(str(venv / "bin" / "simdra"), "run", "--help")
     assert usage.returncode == 0, usage.stderr
     assert "NODE_NAME" in usage.stdout
