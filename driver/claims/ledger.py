@@ -15,6 +15,10 @@ before it prepares. Three rules:
 Admin access results are monitoring access (facts 5.2): they consume nothing and block
 nobody. The ledger holds no state of its own that the checkpoint lacks; after a restart
 it is rebuilt from the checkpoint records, which carry every amount it needs.
+
+A claim whose record cannot be read still holds its devices (fail closed): `reserve`
+holds each device its CDI spec names as if exclusively, with the counters the device
+consumes, until the claim is unprepared (see `driver.claims.reserved`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class LedgerEntry:
     admin_access: bool
     consumed: Mapping[str, Fraction]
     counters: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # set -> c
+    unreadable: bool = False  # held for a checkpoint record that could not be read
 
     @property
     def counts(self) -> bool:
@@ -168,6 +173,35 @@ class CapacityLedger:
                 self._counter_totals[(unit.pool, name)] = dict(total)
         self._devices_of_claim[claim.claim.uid] = keys
 
+    def reserve(
+        self,
+        claim_uid: str,
+        devices: Iterable[tuple[str, str, Mapping[str, Mapping[str, Fraction]]]],
+    ) -> None:
+        """Hold each (pool, device, counters it consumes) for a claim whose record is
+        unreadable: nothing else is prepared on those devices or against those counters
+        until `remove(claim_uid)`."""
+        self.remove(claim_uid)
+        keys: set[DeviceKey] = set()
+        for pool, device, counters in devices:
+            entry = LedgerEntry(
+                claim_uid=claim_uid, share_id=None, exclusive=True, admin_access=False,
+                consumed={}, counters={n: dict(a) for n, a in counters.items()},
+                unreadable=True,
+            )
+            self._by_device.setdefault((pool, device), []).append(entry)
+            keys.add((pool, device))
+        self._devices_of_claim[claim_uid] = keys
+
+    def reserved(self) -> list[tuple[str, str, str]]:
+        """(pool, device, claim UID) of every device held for an unreadable record."""
+        return sorted(
+            (pool, device, e.claim_uid)
+            for (pool, device), entries in self._by_device.items()
+            for e in entries
+            if e.unreadable
+        )
+
     def remove(self, claim_uid: str) -> None:
         """Forget every unit of a claim; unknown claims are fine."""
         for key in self._devices_of_claim.pop(claim_uid, set()):
@@ -183,6 +217,12 @@ def _exclusivity_problems(
 ) -> list[str]:
     if not others:
         return []
+    unreadable = sorted({e.claim_uid for e in others if e.unreadable})
+    if unreadable:
+        return [
+            f"device {pool}/{device} is reserved by an unreadable checkpoint record of claim "
+            f"{', '.join(unreadable)} until the kubelet unprepares that claim"
+        ]
     holders = ", ".join(sorted({e.claim_uid for e in others}))
     if any(u.exclusive for u in units):
         return [f"device {pool}/{device} is exclusive and already prepared for claim {holders}"]
