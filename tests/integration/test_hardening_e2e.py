@@ -91,7 +91,7 @@ def test_a_corrupt_record_costs_one_claim_and_leftovers_are_cleaned(cluster: Loc
     assert "reserves" in errors[0]
     assert cluster.prepare("good") == {good.uid: answers[good.uid]}
     assert "nested 5000 levels deep" in cluster.prepare("bad")[bad.uid]["error"]
-    assert not any(path.exists() for path in leftovers + [stale_temp])
+    assert not any(path.exists() for path in [*leftovers, stale_temp])
 
     forged = cluster.create_claim("forged", exactly("gpu", GPU_CLASS))
     forged["status"] = copy.deepcopy(
