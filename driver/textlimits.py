@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 VALUE_LIMIT = 256  # characters of one untrusted value kept in a message
-ERROR_LIMIT = 4096  # bytes of one per-claim error, marker included
+ERROR_LIMIT = 4000  # bytes of one per-claim error, marker included: under 4 KiB
 
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators: anything a
 # terminal or a line-based log reader could take as a line break or a command.
