@@ -201,6 +201,8 @@ class Plugin:
         for claim in preparer.prepared().values():
             for unit in claim.units:
                 yield unit.pool, unit.device
+        for pool, device, _ in preparer.ledger.reserved():  # held for unreadable records
+            yield pool, device
 
 
 def run_plugin(config: Config) -> int:
