@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,10 @@ RECORD_MODE = 0o600
 
 # Raises ValueError when a well-formed record must still not be acted on.
 TrustCheck = Callable[[PreparedClaim], None]
+# Next to claims/, not in it: the token writers of records change first.
+GENERATION_FILE = "claims.generation"
+GENERATION_BYTES = 64
+Stamp = tuple[bytes, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,9 @@ class Checkpoint:
         self.directory = records_directory(data_dir)
         own_directory(self.directory, RECORDS_MODE)
         self._trust = trust
+        self._generation = Path(data_dir) / GENERATION_FILE
+        self._nonce = secrets.token_hex(8)
+        self._changes = 0
 
     def path_for(self, claim_uid: str) -> Path:
         """The record path of a claim; ValueError when the UID is not a safe file name."""
@@ -102,20 +110,30 @@ class Checkpoint:
         # file here of any age belongs to a write that will never finish.
         return remove_stale_temps(self.directory, older_than=0)
 
-    def signature(self) -> tuple[tuple[str, int, int, int], ...]:
-        """(name, inode, mtime, size) of every record file: changes whenever any record is
-        written, replaced or removed (atomic replaces give a new inode), at the cost of a
-        listing and a stat per record, without reading them."""
-        entries = []
-        for path in self.directory.iterdir():
-            if path.name.startswith(".") or not path.name.endswith(RECORD_SUFFIX):
-                continue
-            try:
-                info = path.stat()
-            except FileNotFoundError:
-                continue
-            entries.append((path.name, info.st_ino, info.st_mtime_ns, info.st_size))
-        return tuple(sorted(entries))
+    def stamp(self) -> Stamp:
+        """What changes whenever another process changes the records, in O(1): the
+        generation token (see `mark_changing`) and the directory's inode and
+        timestamps (any file added, removed or renamed, by anyone, e.g. an operator)."""
+        try:
+            with open(self._generation, "rb") as file:
+                token = file.read(GENERATION_BYTES)
+        except FileNotFoundError:
+            token = b""
+        info = os.stat(self.directory)
+        return (token, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+    def mark_changing(self) -> None:
+        """Give the records a new generation token, before changing them: a sibling
+        process (a rolling update's other instance, under the same lock) then reloads,
+        even if this process dies half-way through its change. Rewritten in place, no
+        fsync: only live processes compare it; start-up always reads everything."""
+        self._changes += 1
+        token = f"{os.getpid()}:{self._nonce}:{self._changes}".encode().ljust(GENERATION_BYTES)
+        fd = os.open(self._generation, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, RECORD_MODE)
+        try:
+            os.pwrite(fd, token[:GENERATION_BYTES], 0)
+        finally:
+            os.close(fd)
 
     def load_all(self) -> tuple[dict[str, PreparedClaim], list[CorruptRecord]]:
         """Every valid record by claim UID, and every record file that is not valid."""

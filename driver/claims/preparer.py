@@ -13,9 +13,12 @@ interrupted writes. The in-memory records and ledger mirror the checkpoint: they
 updated right after the record is written or removed.
 
 Two instances may share the directories during a rolling update (facts 6.1), serialized
-by a file lock. Each call therefore starts, inside the serialized section, by checking
-whether the records changed since this instance last looked (a listing and a stat per
-record) and reloads them and the ledger if another instance wrote or removed any.
+by a file lock. Memory is the source of truth while the process lives: records are
+written through and read back only at start-up and when another process may have
+changed them. Each call starts, inside the serialized section, by comparing the
+checkpoint's stamp (a generation token every writer changes before touching a record,
+and the records directory's timestamps) with the one taken at the end of this
+instance's last call: a read of a small file and a stat, whatever the number of claims.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from driver.claims.cdi import (
     spec_file_name,
     spec_file_prefix,
 )
-from driver.claims.checkpoint import Checkpoint, CorruptRecord, trusted_for
+from driver.claims.checkpoint import Checkpoint, CorruptRecord, Stamp, trusted_for
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.ledger import CapacityLedger
 from driver.claims.names import check_ref
@@ -121,10 +124,10 @@ class Preparer:
         self._corrupt: dict[str, CorruptRecord] = {}
         self._reservations: dict[str, Reservation] = {}
         self._ledger = CapacityLedger()
-        self._signature: tuple[tuple[str, int, int, int], ...] = ()
+        self._stamp: Stamp | None = None
         with self._serialize():
             self._recover()
-            self._signature = self._checkpoint.signature()
+            self._stamp = self._checkpoint.stamp()
 
     @property
     def ledger(self) -> CapacityLedger:
@@ -158,7 +161,7 @@ class Preparer:
                     for ref in claims
                 }
             finally:
-                self._signature = self._checkpoint.signature()
+                self._stamp = self._checkpoint.stamp()
 
     def _fetch(self, claims: list[ClaimRef]) -> dict[str, _Fetched]:
         """Each claim's JSON, or the exception reading it raised (reported later, as that
@@ -178,16 +181,16 @@ class Preparer:
             try:
                 return {ref.uid: _in_context(ref, self._unprepare_one) for ref in claims}
             finally:
-                self._signature = self._checkpoint.signature()
+                self._stamp = self._checkpoint.stamp()
 
     def _refresh(self) -> None:
         """Reload the records if another instance changed them since our last call."""
-        signature = self._checkpoint.signature()
-        if signature == self._signature:
+        stamp = self._checkpoint.stamp()
+        if stamp == self._stamp:
             return
         log.info("checkpoint changed by another instance; reloading the claim records")
         self._load_records()
-        self._signature = signature
+        self._stamp = stamp
 
     # --- prepare ------------------------------------------------------------------
 
@@ -277,6 +280,7 @@ class Preparer:
         """Record first, then the CDI file: a CDI file never exists without a record."""
         progress.step = "write checkpoint"
         self._fault(progress.step)
+        self._checkpoint.mark_changing()
         self._checkpoint.save(prepared)
         self._records[prepared.claim.uid] = prepared
         self._ledger.add(prepared)
@@ -330,13 +334,16 @@ class Preparer:
         if ref.uid in self._corrupt:
             progress.step = "move corrupt checkpoint record aside"
             self._fault(progress.step)
+            self._checkpoint.mark_changing()
             moved = self._checkpoint.quarantine(ref.uid)
             log.warning("unprepared %s; corrupt record kept as %s", _label(ref), moved)
             del self._corrupt[ref.uid]
         else:
             progress.step = "remove checkpoint"
             self._fault(progress.step)
-            self._checkpoint.remove(ref.uid)
+            if ref.uid in self._records or self._checkpoint.path_for(ref.uid).exists():
+                self._checkpoint.mark_changing()
+                self._checkpoint.remove(ref.uid)
         self._records.pop(ref.uid, None)
         self._reservations.pop(ref.uid, None)
         self._ledger.remove(ref.uid)
