@@ -1,12 +1,17 @@
-"""Connecting to the API server with the official kubernetes client."""
+"""Connecting to the API server with the official kubernetes client, and what its
+failures say in one line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+
+from driver.textlimits import one_line
 
 
 class ClusterConfigError(Exception):
@@ -59,3 +64,32 @@ def _load_kubeconfig(path: str, configuration: client.Configuration) -> None:
 def _first_line(err: BaseException) -> str:
     lines = str(err).strip().splitlines()
     return lines[0] if lines else type(err).__name__
+
+
+def api_exception_parts(exc: ApiException) -> tuple[int, str, str]:
+    """(HTTP status, reason, message) of a failed call, bounded and one line each.
+
+    The reason is the Status object's (`NotFound`, `AlreadyExists`) when the body is one,
+    else the HTTP reason phrase; the message is the Status message, else the body.
+    `str(exc)` is never used: it carries the response headers and the whole body.
+    """
+    reason, message = str(exc.reason or ""), ""
+    body: object = exc.body
+    if isinstance(body, bytes):
+        body = body.decode(errors="replace")
+    try:
+        status = json.loads(str(body or "{}"))
+        if not isinstance(status, dict):
+            raise ValueError("not a Status object")
+        reason = str(status.get("reason") or reason)
+        message = str(status.get("message") or "")
+    except ValueError:
+        message = str(body or "")
+    return int(exc.status or 0), one_line(reason), one_line(message)
+
+
+def api_exception_text(exc: ApiException) -> str:
+    """`<status> <reason>: <message>` of a failed call, in one bounded line."""
+    status, reason, message = api_exception_parts(exc)
+    text = f"{status or 'no response'} {reason}".rstrip()
+    return f"{text}: {message}" if message else text

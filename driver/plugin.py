@@ -12,6 +12,7 @@ from types import FrameType
 
 from kubernetes.client import ApiClient
 
+from driver.atomicfile import own_directory, remove_stale_temps
 from driver.claims.api_source import ApiClaimSource
 from driver.claims.preparer import Preparer
 from driver.claims.rules import rules_for
@@ -37,6 +38,9 @@ from driver.slices.publisher import Publisher
 log = logging.getLogger(__name__)
 
 SERIALIZE_LOCK_FILE = "serialize.lock"
+# The data directory holds the DRA socket, the claim records and the locks: the kubelet
+# (root) reaches the socket through it; nobody else needs in.
+DATA_DIR_MODE = 0o750
 STATUS_RETRY_SECONDS = 10.0
 # The health stream re-sends the full list this often; the kubelet's device timeout is
 # three times as long (driver.devices.live.HEALTH_TIMEOUT_SECONDS).
@@ -103,7 +107,11 @@ class Plugin:
 
     def _start(self) -> None:
         cfg = self.config
-        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        own_directory(cfg.data_dir, DATA_DIR_MODE)
+        # Temp files of atomic writes a crash interrupted (fault state); the age bound
+        # spares a write another instance or `simdra fault` is making right now.
+        for path in remove_stale_temps(cfg.data_dir):
+            log.info("removed stale temp file %s", path)
         faults = self._fault_file()
         self._live = LiveDevices(
             self._backend, cfg.driver_name, on_change=self._on_devices_changed,
@@ -200,6 +208,8 @@ class Plugin:
         for claim in preparer.prepared().values():
             for unit in claim.units:
                 yield unit.pool, unit.device
+        for pool, device, _ in preparer.ledger.reserved():  # held for unreadable records
+            yield pool, device
 
 
 def run_plugin(config: Config) -> int:

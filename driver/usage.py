@@ -10,7 +10,9 @@ Per device: each capacity's hard limit, what is used, what is free, and the hold
 (claim, UID, shareID, consumed). An exclusive device counts as fully used while a claim
 holds it; admin-access holders are listed but consume nothing. Per counter set of a
 partitionable pool: total, used by the devices in use, free. Records that cannot be read
-are listed as problems.
+are listed as problems, one line each, and the devices the claim's CDI spec names (read
+from `--cdi-root`) are shown as "reserved by an unreadable record", as the plugin keeps
+them (see `driver.claims.reserved`).
 
 Exit status: 0 (also with problems, which the output shows), 1 when the data directory
 cannot be read, 2 for bad arguments.
@@ -32,10 +34,13 @@ from driver.claims.checkpoint import CorruptRecord, read_records, records_direct
 from driver.claims.errors import quantity_text
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import PreparedClaim, PreparedUnit
+from driver.claims.reserved import Reservation, reservation
 from driver.cli_parser import OneLineParser
 
 DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
 DEFAULT_DRIVER_NAME = "dra.example.com"
+DEFAULT_CDI_ROOT = "/var/run/cdi"
+UNREADABLE_NOTE = "reserved by an unreadable record"
 Amounts = dict[str, Fraction]
 
 
@@ -63,6 +68,7 @@ class DeviceUsage:
     capacity: Amounts
     used: Amounts
     holders: tuple[Holder, ...]
+    reserved_by: tuple[str, ...] = ()  # UIDs of unreadable records holding the device
 
     @property
     def free(self) -> Amounts:
@@ -98,22 +104,33 @@ class UsageReport:
     devices: tuple[DeviceUsage, ...]
     counters: tuple[CounterUsage, ...]
     problems: tuple[CorruptRecord, ...]
+    reservations: tuple[Reservation, ...] = ()
 
 
 # --- pure ---------------------------------------------------------------------------
 
 
 def usage_report(
-    data_dir: str, records: Mapping[str, PreparedClaim], problems: Sequence[CorruptRecord] = ()
+    data_dir: str,
+    records: Mapping[str, PreparedClaim],
+    problems: Sequence[CorruptRecord] = (),
+    reservations: Sequence[Reservation] = (),
 ) -> UsageReport:
-    """The usage of every device and counter set the records mention."""
+    """The usage of every device and counter set the records mention, and the devices
+    that unreadable records keep reserved."""
     ledger = CapacityLedger.rebuild(records.values())
     units: dict[tuple[str, str], list[tuple[PreparedClaim, PreparedUnit]]] = {}
     for claim in sorted(records.values(), key=lambda c: (c.claim.namespace, c.claim.name)):
         for unit in claim.units:
             units.setdefault((unit.pool, unit.device), []).append((claim, unit))
+    reserved: dict[tuple[str, str], list[str]] = {}
+    for held in reservations:
+        for key in held.devices:
+            reserved.setdefault(key, []).append(held.claim_uid)
     devices = tuple(
-        _device_usage(pool, device, units[(pool, device)], ledger) for pool, device in sorted(units)
+        _device_usage(pool, device, units.get((pool, device), []), ledger,
+                      tuple(reserved.get((pool, device), ())))
+        for pool, device in sorted(set(units) | set(reserved))
     )
     counters = []
     for pool, counter_set in ledger.counter_sets():
@@ -127,7 +144,7 @@ def usage_report(
                 tuple(in_use.consumers.get(counter_set, [])),
             )
         )
-    return UsageReport(data_dir, devices, tuple(counters), tuple(problems))
+    return UsageReport(data_dir, devices, tuple(counters), tuple(problems), tuple(reservations))
 
 
 def _device_usage(
@@ -135,7 +152,10 @@ def _device_usage(
     device: str,
     held: list[tuple[PreparedClaim, PreparedUnit]],
     ledger: CapacityLedger,
+    reserved_by: tuple[str, ...] = (),
 ) -> DeviceUsage:
+    if not held:  # only known from an unreadable record's CDI spec: no amounts
+        return DeviceUsage(pool, device, "-", True, {}, {}, (), reserved_by)
     latest = held[-1][1]
     exclusive = latest.exclusive
     capacity = dict(latest.device_capacity)
@@ -156,7 +176,9 @@ def _device_usage(
         used = dict(capacity) if taken else {name: Fraction(0) for name in capacity}
     else:
         used = {name: Fraction(0) for name in capacity} | ledger.used(pool, device)
-    return DeviceUsage(pool, device, latest.device_type, exclusive, capacity, used, holders)
+    return DeviceUsage(
+        pool, device, latest.device_type, exclusive, capacity, used, holders, reserved_by
+    )
 
 
 def report_json(report: UsageReport) -> dict[str, Any]:
@@ -168,7 +190,7 @@ def report_json(report: UsageReport) -> dict[str, Any]:
                 "pool": d.pool,
                 "device": d.device,
                 "type": d.device_type,
-                "mode": "exclusive" if d.exclusive else "shared",
+                "mode": _mode(d),
                 "capacity": _quantities(d.capacity),
                 "used": _quantities(d.used),
                 "free": _quantities(d.free),
@@ -182,6 +204,7 @@ def report_json(report: UsageReport) -> dict[str, Any]:
                     }
                     for h in d.holders
                 ],
+                "reservedByUnreadableRecords": list(d.reserved_by),
             }
             for d in report.devices
         ],
@@ -197,9 +220,29 @@ def report_json(report: UsageReport) -> dict[str, Any]:
             for c in report.counters
         ],
         "problems": [
-            {"claimUID": p.uid, "path": str(p.path), "reason": p.reason} for p in report.problems
+            {
+                "claimUID": p.uid,
+                "path": str(p.path),
+                "reason": p.reason,
+                "reserves": [f"{pool}/{device}" for pool, device in _held(report, p).devices],
+                "reservation": _held(report, p).describe(),
+            }
+            for p in report.problems
         ],
     }
+
+
+def _held(report: UsageReport, problem: CorruptRecord) -> Reservation:
+    for held in report.reservations:
+        if held.claim_uid == problem.uid:
+            return held
+    return Reservation(problem.uid, (), "CDI spec not read")
+
+
+def _mode(device: DeviceUsage) -> str:
+    if device.reserved_by and not device.holders:
+        return "reserved"
+    return "exclusive" if device.exclusive else "shared"
 
 
 def render_table(report: UsageReport) -> str:
@@ -214,7 +257,8 @@ def render_table(report: UsageReport) -> str:
         sections.append(("COUNTER SETS", _counter_rows(report.counters)))
     if report.problems:
         rows = [["CLAIM UID", "RECORD", "PROBLEM"]]
-        rows += [[p.uid, str(p.path), p.reason] for p in report.problems]
+        rows += [[p.uid, str(p.path), f"{p.reason}; {_held(report, p).describe()}"]
+                 for p in report.problems]
         sections.append(("PROBLEMS", rows))
     return "\n".join(f"{title}\n{_table(rows)}" for title, rows in sections)
 
@@ -222,15 +266,15 @@ def render_table(report: UsageReport) -> str:
 def _device_rows(devices: Sequence[DeviceUsage]) -> list[list[str]]:
     rows = [["POOL/DEVICE", "TYPE", "MODE", "RESOURCE", "USED", "HARD", "FREE", "HOLDERS"]]
     for d in devices:
-        mode = "exclusive" if d.exclusive else "shared"
-        head = [f"{d.pool}/{d.device}", d.device_type, mode]
+        head = [f"{d.pool}/{d.device}", d.device_type, _mode(d)]
+        count = str(len(d.holders) + len(d.reserved_by))
         if not d.capacity:
-            rows.append([*head, "-", "-", "-", "-", str(len(d.holders))])
+            rows.append([*head, "-", "-", "-", "-", count])
         free = d.free
         for i, name in enumerate(sorted(d.capacity)):
             prefix = head if i == 0 else ["", "", ""]
             amounts = [_q(d.used[name]), _q(d.capacity[name]), _q(free[name])]
-            rows.append([*prefix, name, *amounts, str(len(d.holders)) if i == 0 else ""])
+            rows.append([*prefix, name, *amounts, count if i == 0 else ""])
     return rows
 
 
@@ -250,6 +294,8 @@ def _holder_rows(devices: Sequence[DeviceUsage]) -> list[list[str]]:
                     note,
                 ]
             )
+        for uid in d.reserved_by:
+            rows.append([f"{d.pool}/{d.device}", "?", uid, "-", "-", UNREADABLE_NOTE])
     return rows
 
 
@@ -306,12 +352,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--driver-name",
-        default=driver,
-        help=f"as for `simdra run` [env DRIVER_NAME; default {driver}]",
+        help=f"as for `simdra run` [env DRIVER_NAME; default {driver}; with --plugin-dir, "
+        "that directory's name]",
+    )
+    cdi_root = os.environ.get("CDI_ROOT", DEFAULT_CDI_ROOT)
+    parser.add_argument(
+        "--cdi-root",
+        default=cdi_root,
+        help="as for `simdra run`: where the CDI specs of unreadable records are read "
+        f"[env CDI_ROOT; default {cdi_root}]",
     )
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table",
                         help="table for people (default), json for scripts")
     return parser
+
+
+def _driver_name(args: argparse.Namespace, data_dir: Path) -> str:
+    """--driver-name (or DRIVER_NAME) when set; with only --plugin-dir, that directory's
+    name, which is the driver name in the layout `simdra run` uses."""
+    if args.driver_name:
+        return str(args.driver_name)
+    if "DRIVER_NAME" in os.environ or not args.plugin_dir:
+        return os.environ.get("DRIVER_NAME", DEFAULT_DRIVER_NAME)
+    return data_dir.name
 
 
 def usage_main(argv: Sequence[str]) -> int:
@@ -321,7 +384,8 @@ def usage_main(argv: Sequence[str]) -> int:
         args = _parser().parse_args(list(argv))
     except SystemExit as exc:  # --help (0) or bad arguments (2)
         return int(exc.code or 0)
-    data_dir = Path(args.plugin_dir or Path(args.kubelet_plugins_directory_path) / args.driver_name)
+    driver = args.driver_name or os.environ.get("DRIVER_NAME", DEFAULT_DRIVER_NAME)
+    data_dir = Path(args.plugin_dir or Path(args.kubelet_plugins_directory_path) / driver)
     directory = records_directory(data_dir)
     if not data_dir.is_dir():
         print(f"simdra usage: {data_dir}: no such plugin data directory", file=sys.stderr)
@@ -331,7 +395,9 @@ def usage_main(argv: Sequence[str]) -> int:
     except OSError as exc:
         print(f"simdra usage: cannot read {directory}: {exc}", file=sys.stderr)
         return 1
-    report = usage_report(str(data_dir), records, problems)
+    driver = _driver_name(args, data_dir)
+    held = [reservation(args.cdi_root, driver, p.uid) for p in problems]
+    report = usage_report(str(data_dir), records, problems, held)
     if args.output == "json":
         print(json.dumps(report_json(report), indent=2))
     else:

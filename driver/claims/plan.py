@@ -27,6 +27,7 @@ from driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, re
 from driver.claims.config.handler import ConfigError, ConfigTarget
 from driver.claims.env import capacity_key, render_env, unit_id
 from driver.claims.errors import ClaimError, quantity_text
+from driver.claims.names import check_allocation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
 from driver.devices.model import Device, Inventory, Pool
@@ -125,9 +126,11 @@ def plan_prepare(
     config kinds and env attributes of its device kinds (`rules`).
 
     Raises ClaimError (naming claim, request, pool and device, or the config field) when
-    the allocation does not fit the inventory or its opaque config is invalid.
+    a name breaks the API server's rules, the allocation does not fit the inventory or
+    its opaque config is invalid.
     """
     where = allocation.label
+    check_allocation(allocation)  # names reach file names, CDI names and env values
     if not allocation.results:
         raise ClaimError(f"{where}: no devices are allocated by driver {driver_name}")
     entries = _decode_config(allocation, rules, where)
@@ -333,6 +336,21 @@ def _counters(
         return consumes, totals
     except (KeyError, TypeError, AttributeError, QuantityError) as exc:
         raise ClaimError(f"{where}: malformed counters in the inventory: {exc!r}") from None
+
+
+def device_counters(inventory: Inventory, pool_name: str, device_name: str) -> dict[
+    str, dict[str, Fraction]
+]:
+    """What a device of the inventory consumes of its pool's counter sets ({} when the
+    device is not there or its counters are malformed)."""
+    pool = inventory.pool(pool_name)
+    device = pool.device(device_name) if pool is not None else None
+    if pool is None or device is None:
+        return {}
+    try:
+        return _counters(pool, device, f"pool {pool_name} device {device_name}")[0]
+    except ClaimError:
+        return {}
 
 
 def _amounts(counters: Mapping[str, Any]) -> dict[str, Fraction]:

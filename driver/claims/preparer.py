@@ -13,9 +13,12 @@ interrupted writes. The in-memory records and ledger mirror the checkpoint: they
 updated right after the record is written or removed.
 
 Two instances may share the directories during a rolling update (api-facts 6.1), serialized
-by a file lock. Each call therefore starts, inside the serialized section, by checking
-whether the records changed since this instance last looked (a listing and a stat per
-record) and reloads them and the ledger if another instance wrote or removed any.
+by a file lock. Memory is the source of truth while the process lives: records are
+written through and read back only at start-up and when another process may have
+changed them. Each call starts, inside the serialized section, by comparing the
+checkpoint's stamp (a generation token every writer changes before touching a record,
+and the records directory's timestamps) with the one taken at the end of this
+instance's last call: a read of a small file and a stat, whatever the number of claims.
 """
 
 from __future__ import annotations
@@ -28,18 +31,33 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from driver.atomicfile import TEMP_SUFFIX, remove_durable, safe_child, write_atomic
+from driver.atomicfile import (
+    TEMP_SUFFIX,
+    make_directory,
+    remove_durable,
+    safe_child,
+    write_atomic,
+)
 from driver.claims.allocation import parse_claim
-from driver.claims.cdi import claim_uid_of_file, spec_file_name, spec_file_prefix
-from driver.claims.checkpoint import Checkpoint, CorruptRecord
+from driver.claims.cdi import (
+    CDI_DIR_MODE,
+    CDI_SPEC_MODE,
+    claim_uid_of_file,
+    spec_file_name,
+    spec_file_prefix,
+)
+from driver.claims.checkpoint import Checkpoint, CorruptRecord, Stamp, trusted_for
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.ledger import CapacityLedger
-from driver.claims.plan import PreparedClaim, plan_prepare
+from driver.claims.names import check_ref
+from driver.claims.plan import PreparedClaim, device_counters, plan_prepare
+from driver.claims.reserved import Reservation, reservation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.source import ClaimSource
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.devices.model import Inventory
 from driver.observability.logs import log_context
+from driver.textlimits import clip, clip_error
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +115,9 @@ class Preparer:
         self._rules = rules
         self._source = source
         self._inventory = inventory
-        self._cdi_root = Path(cdi_root)
-        self._cdi_root.mkdir(parents=True, exist_ok=True)
+        self._cdi_root = make_directory(cdi_root, CDI_DIR_MODE)
         self._spec_prefix = spec_file_prefix(driver_name)  # validates the driver name
-        self._checkpoint = Checkpoint(data_dir)
+        self._checkpoint = Checkpoint(data_dir, trust=trusted_for(driver_name))
         lock = threading.Lock()
         self._serialize: Serializer = serialize or (lambda: lock)
         self._fault: FaultHook = fault or (lambda step: None)
@@ -108,11 +125,12 @@ class Preparer:
         self._device_hook = device_hook
         self._records: dict[str, PreparedClaim] = {}
         self._corrupt: dict[str, CorruptRecord] = {}
+        self._reservations: dict[str, Reservation] = {}
         self._ledger = CapacityLedger()
-        self._signature: tuple[tuple[str, int, int, int], ...] = ()
+        self._stamp: Stamp | None = None
         with self._serialize():
             self._recover()
-            self._signature = self._checkpoint.signature()
+            self._stamp = self._checkpoint.stamp()
 
     @property
     def ledger(self) -> CapacityLedger:
@@ -126,6 +144,10 @@ class Preparer:
     def corrupt_records(self) -> list[CorruptRecord]:
         """Checkpoint records that could not be read; their claims cannot be prepared."""
         return list(self._corrupt.values())
+
+    def reservations(self) -> list[Reservation]:
+        """What each unreadable record keeps reserved in the ledger (see `reserved`)."""
+        return list(self._reservations.values())
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         """Prepare each claim on its own; every requested UID gets exactly one answer.
@@ -142,7 +164,7 @@ class Preparer:
                     for ref in claims
                 }
             finally:
-                self._signature = self._checkpoint.signature()
+                self._stamp = self._checkpoint.stamp()
 
     def _fetch(self, claims: list[ClaimRef]) -> dict[str, _Fetched]:
         """Each claim's JSON, or the exception reading it raised (reported later, as that
@@ -162,16 +184,16 @@ class Preparer:
             try:
                 return {ref.uid: _in_context(ref, self._unprepare_one) for ref in claims}
             finally:
-                self._signature = self._checkpoint.signature()
+                self._stamp = self._checkpoint.stamp()
 
     def _refresh(self) -> None:
         """Reload the records if another instance changed them since our last call."""
-        signature = self._checkpoint.signature()
-        if signature == self._signature:
+        stamp = self._checkpoint.stamp()
+        if stamp == self._stamp:
             return
         log.info("checkpoint changed by another instance; reloading the claim records")
         self._load_records()
-        self._signature = signature
+        self._stamp = stamp
 
     # --- prepare ------------------------------------------------------------------
 
@@ -180,8 +202,9 @@ class Preparer:
         try:
             prepared = self._prepare_claim(ref, fetched, progress)
         except ClaimError as exc:
-            log.warning("prepare failed at step %r: %s", progress.step, exc)
-            return PrepareResult(error=f"{exc} [step: {progress.step}]")
+            error = clip_error(f"{exc} [step: {progress.step}]")
+            log.warning("prepare failed at step %r: %s", progress.step, error)
+            return PrepareResult(error=error)
         except Exception as exc:
             log.exception("prepare of %s failed at step %r", _label(ref), progress.step)
             return PrepareResult(error=progress.failure(ref, exc))
@@ -193,6 +216,7 @@ class Preparer:
     ) -> PreparedClaim:
         self._record_path(ref)
         spec_path = self._spec_path(ref)
+        check_ref(ref)
         if ref.uid in self._corrupt:
             raise ClaimError(
                 f"{_label(ref)}: {self._corrupt[ref.uid]}; not preparing it again "
@@ -259,12 +283,13 @@ class Preparer:
         """Record first, then the CDI file: a CDI file never exists without a record."""
         progress.step = "write checkpoint"
         self._fault(progress.step)
+        self._checkpoint.mark_changing()
         self._checkpoint.save(prepared)
         self._records[prepared.claim.uid] = prepared
         self._ledger.add(prepared)
         progress.step = "write CDI spec"
         self._fault(progress.step)
-        write_atomic(spec_path, prepared.spec_bytes())
+        write_atomic(spec_path, prepared.spec_bytes(), CDI_SPEC_MODE)
         progress.step = "answer"
         self._fault(progress.step)
 
@@ -278,7 +303,7 @@ class Preparer:
         except FileNotFoundError:
             pass
         log.info("restoring CDI spec %s of %s", path, _label(claim.claim))
-        write_atomic(path, wanted)
+        write_atomic(path, wanted, CDI_SPEC_MODE)
 
     # --- unprepare ----------------------------------------------------------------
 
@@ -312,14 +337,18 @@ class Preparer:
         if ref.uid in self._corrupt:
             progress.step = "move corrupt checkpoint record aside"
             self._fault(progress.step)
+            self._checkpoint.mark_changing()
             moved = self._checkpoint.quarantine(ref.uid)
             log.warning("unprepared %s; corrupt record kept as %s", _label(ref), moved)
             del self._corrupt[ref.uid]
         else:
             progress.step = "remove checkpoint"
             self._fault(progress.step)
-            self._checkpoint.remove(ref.uid)
+            if ref.uid in self._records or self._checkpoint.path_for(ref.uid).exists():
+                self._checkpoint.mark_changing()
+                self._checkpoint.remove(ref.uid)
         self._records.pop(ref.uid, None)
+        self._reservations.pop(ref.uid, None)
         self._ledger.remove(ref.uid)
 
     @contextmanager
@@ -350,18 +379,38 @@ class Preparer:
         for claim in self._records.values():
             try:
                 self._ensure_spec(claim)
-            except OSError:
+            except Exception:
                 # Not fatal for the node: the next prepare of this claim retries the write.
                 log.exception("cannot restore the CDI spec of %s", _label(claim.claim))
 
     def _load_records(self) -> None:
-        """Records, corrupt records and the ledger, as the checkpoint has them now."""
+        """Records, corrupt records and the ledger, as the checkpoint has them now.
+
+        An unreadable record keeps the devices its CDI spec names reserved (fail closed),
+        with the counters the inventory says they consume."""
         records, problems = self._checkpoint.load_all()
+        ledger = CapacityLedger.rebuild(records.values())
+        reservations = {}
         for problem in problems:
-            log.error("%s; kept on disk, the claim cannot be prepared until unprepared", problem)
+            held = reservation(self._cdi_root, self._driver, problem.uid)
+            ledger.reserve(problem.uid, self._with_counters(held))
+            reservations[problem.uid] = held
+            log.error(
+                "%s; kept on disk, the claim cannot be prepared until unprepared; %s",
+                problem, held.describe(),
+            )
         self._records = records
         self._corrupt = {p.uid: p for p in problems}
-        self._ledger = CapacityLedger.rebuild(records.values())
+        self._reservations = reservations
+        self._ledger = ledger
+
+    def _with_counters(self, held: Reservation) -> list[tuple[str, str, Any]]:
+        try:
+            inventory = self._inventory()
+        except Exception:  # without an inventory the devices are still held, counters not
+            log.exception("no inventory for the counters of unreadable record %s", held.claim_uid)
+            return [(pool, device, {}) for pool, device in held.devices]
+        return [(p, d, device_counters(inventory, p, d)) for p, d in held.devices]
 
     def _remove_orphan_specs(self) -> None:
         for path in sorted(self._cdi_root.iterdir()):
@@ -402,7 +451,7 @@ class _Progress:
 
     def failure(self, ref: ClaimRef, exc: Exception) -> str:
         """The per-claim error text for an unexpected exception at the current step."""
-        return f"{_label(ref)}: step {self.step}: {type(exc).__name__}: {exc}"
+        return clip_error(f"{_label(ref)}: step {self.step}: {type(exc).__name__}: {clip(exc)}")
 
 
 def _in_context(ref: ClaimRef, work: Callable[[ClaimRef], T]) -> T:

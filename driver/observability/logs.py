@@ -6,6 +6,7 @@ never see them; nested contexts add to and override the outer ones). Fields pass
 `extra={...}` to a single log call are added the same way.
 
 Text:  `2026-01-02T03:04:05.678Z INFO driver.claims.preparer: prepared ... claim=ns/a`
+       (control characters escaped, traceback lines indented: a record is one line)
 JSON:  `{"ts": "2026-01-02T03:04:05.678Z", "level": "INFO", "logger": "...", "msg": "...",
         "claim": "ns/a", ...}` (plus "exc" with the traceback when there is one).
 
@@ -27,6 +28,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, TextIO
+
+from driver.textlimits import escape_controls
 
 LOG_FORMATS = ("text", "json")
 OWN_LOGGER = "driver"  # the package every simdra logger lives under
@@ -87,22 +90,33 @@ def _timestamp(record: logging.LogRecord) -> str:
 
 
 def _text_value(value: str) -> str:
-    """Quote values that would make `key=value` ambiguous to read or to split."""
+    """Quote values that would make `key=value` ambiguous to read or to split; control
+    characters are escaped either way (`json.dumps` escapes them inside quotes)."""
     if not value or any(c.isspace() or c in '"=' for c in value):
-        return json.dumps(value)
-    return value
+        return json.dumps(value, ensure_ascii=False)
+    return escape_controls(value)
 
 
 class TextFormatter(logging.Formatter):
-    """`<ts> <LEVEL> <logger>: <message> key=value ...`, traceback on following lines."""
+    """`<ts> <LEVEL> <logger>: <message> key=value ...`, traceback on following lines.
+
+    One record is one line, whatever its values hold: control characters in the message
+    and the fields (a newline in a claim name from the API, say) are escaped, and every
+    line of a traceback is indented, so no value can forge a line that looks like a
+    record of its own.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
+        message = escape_controls(record.getMessage())
+        line = f"{_timestamp(record)} {record.levelname} {record.name}: {message}"
         fields = record_fields(record)
         if fields:
-            line += " " + " ".join(f"{k}={_text_value(v)}" for k, v in fields.items())
+            line += " " + " ".join(f"{escape_controls(k)}={_text_value(v)}"
+                                   for k, v in fields.items())
         exc = self._exception_text(record)
-        return f"{line}\n{exc}" if exc else line
+        if not exc:
+            return line
+        return line + "".join(f"\n    {escape_controls(part)}" for part in exc.splitlines())
 
     def _exception_text(self, record: logging.LogRecord) -> str:
         parts = []

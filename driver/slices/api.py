@@ -20,6 +20,8 @@ import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, ResourceV1Api
 from kubernetes.client.exceptions import ApiException
 
+from driver.kube import api_exception_parts
+
 JSON = dict[str, Any]
 _WRITE_TIMEOUT = (10.0, 30.0)  # connect, read seconds
 
@@ -165,14 +167,8 @@ _CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, O
 
 
 def _api_error(action: str, exc: ApiException) -> ApiError:
-    reason, message = str(exc.reason or ""), ""
-    try:
-        status = json.loads(exc.body or "{}")
-        reason = status.get("reason") or reason
-        message = status.get("message") or ""
-    except (ValueError, AttributeError):
-        message = str(exc.body or "")[:200]
-    return ApiError(action, int(exc.status or 0), reason, message, _retry_after(exc))
+    status, reason, message = api_exception_parts(exc)
+    return ApiError(action, status, reason, message, _retry_after(exc))
 
 
 def _retry_after(exc: ApiException) -> float | None:

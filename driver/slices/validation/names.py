@@ -1,5 +1,6 @@
 """Name formats of ResourceSlice fields (pure): DNS labels and subdomains, driver and pool
-names, qualified attribute/capacity names, label keys and values."""
+names, qualified attribute/capacity names, label keys and values, UUIDs (claim UIDs and
+shareIDs)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 _DNS_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
@@ -63,6 +65,16 @@ def dns_subdomain_errors(value: Any, path: str) -> list[FieldError]:
     if not _DNS_SUBDOMAIN.match(value):
         errors.append(invalid(path, value, _DNS_SUBDOMAIN_MSG))
     return errors
+
+
+def uuid_errors(value: Any, path: str) -> list[FieldError]:
+    """Errors for a lowercase RFC 4122 UUID (what the API server generates as object UIDs
+    and the scheduler as shareIDs)."""
+    if not isinstance(value, str) or value == "":
+        return [required(path)]
+    if not _UUID.match(value):
+        return [invalid(path, value, "must be a lowercase RFC 4122 UUID")]
+    return []
 
 
 def driver_name_errors(value: Any, path: str) -> list[FieldError]:
