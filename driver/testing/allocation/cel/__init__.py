@@ -31,7 +31,7 @@ from celpy.evaluation import Activation, CELEvalError
 from driver.devices.quantity import QuantityError
 from driver.testing.allocation.cel import checks
 from driver.testing.allocation.cel.errors import SelectorError, UnsupportedExpression
-from driver.testing.allocation.cel.evaluator import evaluate
+from driver.testing.allocation.cel.evaluator import evaluate, prepare
 from driver.testing.allocation.cel.kubernetes import KUBERNETES_FUNCTIONS
 from driver.testing.allocation.cel.operators import OPERATORS
 from driver.testing.allocation.cel.strings import STRING_FUNCTIONS
@@ -190,4 +190,4 @@ def compile_selector(expression: str) -> Selector:
     except checks.CheckError as error:
         where = f" at column {error.column}" if error.column else ""
         raise UnsupportedExpression(f"CEL selector `{expression}`: {error}{where}") from None
-    return Selector(expression, ast)
+    return Selector(expression, prepare(ast))

@@ -4,6 +4,14 @@
 environment loads) and cel-go's wording of a missing map key ("no such key: serial").
 Macros (`all`, `exists`, ...) evaluate their body in a sub-evaluator: it is of this
 class too, so both hold inside them.
+
+Speed: celpy's parse tree has a node per grammar level (`a == 1` is ten nodes deep) and
+its generic rule methods spend most of their time building `typing` subscripts for
+`cast()`. `prepare` drops the pass-through levels once per compiled selector, and the
+hottest rules (relations, `&&`, `||`, function and method calls, literals) are evaluated
+here directly, calling the same functions celpy would; macros, `has()`, field selection,
+indexing and the rest are celpy's. A call's error argument is passed on as the call's
+result (cel-go's strict functions), where celpy would hand it to the function.
 """
 
 from __future__ import annotations
@@ -15,6 +23,38 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator
 
 from driver.testing.allocation.cel.checks import plain_ident
 
+# Rules that only pass their single child's value through when they have one child.
+_PASS_THROUGH = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
+     "unary", "member"}
+)  # fmt: skip
+_RELATIONS = {
+    "relation_lt": "_<_",
+    "relation_le": "_<=_",
+    "relation_gt": "_>_",
+    "relation_ge": "_>=_",
+    "relation_eq": "_==_",
+    "relation_ne": "_!=_",
+    "relation_in": "_in_",
+}
+_CELPY_MACROS = frozenset({"map", "filter", "all", "exists", "exists_one", "reduce", "min"})
+_LITERALS: dict[tuple[str, str], Any] = {}
+_MAX_LITERALS = 4096
+
+
+def prepare(tree: lark.Tree) -> lark.Tree:
+    """`tree` without its pass-through levels (same value, fewer nodes to visit)."""
+    while (
+        tree.data in _PASS_THROUGH
+        and len(tree.children) == 1
+        and isinstance(tree.children[0], lark.Tree)
+    ):
+        tree = tree.children[0]
+    children = [prepare(c) if isinstance(c, lark.Tree) else c for c in tree.children]
+    # A plain str rule name: celpy compares it with strings often, and lark's Token.__eq__
+    # is Python code.
+    return lark.Tree(str(tree.data), children, tree.meta)
+
 
 class DeviceEvaluator(Evaluator):
     """Evaluates one compiled selector for one device's activation."""
@@ -22,6 +62,41 @@ class DeviceEvaluator(Evaluator):
     def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
         """A macro body's evaluator (keeps this class's behaviour)."""
         return DeviceEvaluator(ast, activation=self.activation)
+
+    def relation(self, tree: lark.Tree) -> Any:
+        """`a < b`, `a == b`, `a in b`, ...: the operator function on both values."""
+        if len(tree.children) == 1:
+            return self.visit(tree.children[0])
+        operator_tree, right_tree = tree.children
+        function = self.activation.resolve_function(_RELATIONS[str(operator_tree.data)])
+        return function(self.visit(operator_tree.children[0]), self.visit(right_tree))
+
+    def conditionaland(self, tree: lark.Tree) -> Any:
+        """`a && b`, both sides evaluated so that an error on one side can be absorbed."""
+        return self._logical(tree, "_&&_")
+
+    def conditionalor(self, tree: lark.Tree) -> Any:
+        """`a || b`."""
+        return self._logical(tree, "_||_")
+
+    def _logical(self, tree: lark.Tree, name: str) -> Any:
+        if len(tree.children) == 1:
+            return self.visit(tree.children[0])
+        left, right = (self.visit(child) for child in tree.children)
+        return self.activation.resolve_function(name)(left, right)
+
+    def literal(self, tree: lark.Tree) -> Any:
+        """A literal's value, parsed once (string escapes are not cheap)."""
+        token = tree.children[0]
+        key = (str(token.type), str(token))
+        value = _LITERALS.get(key)
+        if value is None:
+            value = super().literal(tree)
+            if value is not None and not isinstance(value, CELEvalError):
+                if len(_LITERALS) >= _MAX_LITERALS:
+                    _LITERALS.clear()
+                _LITERALS[key] = value
+        return value
 
     def member_dot(self, tree: lark.Tree) -> Any:
         """`map.key`: cel-go's "no such key" when the key is missing."""
@@ -33,11 +108,41 @@ class DeviceEvaluator(Evaluator):
         return value
 
     def member_dot_arg(self, tree: lark.Tree) -> Any:
-        """`cel.bind(x, value, body)`; everything else as celpy does it."""
+        """`x.f(args)` calls f(x, args); `cel.bind(x, value, body)`; macros as celpy does."""
         target, method = tree.children[0], tree.children[1]
         if str(method) == "bind" and plain_ident(target) == "cel" and not self._bound("cel"):
             return self._bind(tree.children[2])
-        return super().member_dot_arg(tree)
+        if str(method) in _CELPY_MACROS:
+            return super().member_dot_arg(tree)
+        return self._call(method, self.visit(target), *self._arguments(tree, 2))
+
+    def primary(self, tree: lark.Tree) -> Any:
+        """`f(args)` for a declared function; `has()`, `dyn()`, names, literals as celpy."""
+        child = tree.children[0]
+        if child.data == "ident_arg" and str(child.children[0]) not in ("has", "dyn"):
+            return self._call(child.children[0], *self._arguments(child, 1))
+        return super().primary(tree)
+
+    def _arguments(self, tree: lark.Tree, index: int) -> list[Any]:
+        exprlist = tree.children[index] if len(tree.children) > index else None
+        if exprlist is None:
+            return []
+        return [self.visit(child) for child in exprlist.children]
+
+    def _call(self, name: lark.Token, *values: Any) -> Any:
+        error = next((v for v in values if isinstance(v, CELEvalError)), None)
+        if error is not None:
+            return error
+        try:
+            function = self.activation.resolve_function(str(name))
+        except KeyError:
+            return CELEvalError(f"undeclared reference to '{name}'", token=name)
+        try:
+            return function(*values)
+        except (TypeError, AttributeError) as problem:  # as celpy words a Python mismatch
+            return CELEvalError("no such overload", type(problem), problem.args, token=name)
+        except ValueError as problem:
+            return CELEvalError(f"{name}: {problem}", type(problem), problem.args, token=name)
 
     def _bound(self, name: str) -> bool:
         try:
