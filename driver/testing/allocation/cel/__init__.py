@@ -29,7 +29,7 @@ from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError
 
 from driver.devices.quantity import QuantityError
-from driver.testing.allocation.cel import checks
+from driver.testing.allocation.cel import checks, typecheck
 from driver.testing.allocation.cel.errors import SelectorError, UnsupportedExpression
 from driver.testing.allocation.cel.evaluator import evaluate, prepare
 from driver.testing.allocation.cel.kubernetes import KUBERNETES_FUNCTIONS
@@ -184,6 +184,7 @@ def compile_selector(expression: str) -> Selector:
     try:
         ast = _environment().compile(expression)
         checks.check(ast)
+        typecheck.check_types(ast)
     except celpy.CELParseError as error:
         where = f" at column {error.column}" if getattr(error, "column", None) else ""
         raise UnsupportedExpression(f"CEL selector `{expression}`: syntax error{where}") from None
