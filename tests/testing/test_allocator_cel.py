@@ -152,6 +152,13 @@ def test_runtime_errors_name_the_expression(expression, message):
         (f"{ATTR}.ports.map(p, p * 2) == [2, 6, 10]", True),
         (f"{ATTR}.all(name, name.size() > 0)", True),  # a map iterates its keys
         (f"cel.bind(gpu, {ATTR}, gpu.healthy && gpu.index == 3)", True),
+        # Kubernetes' lists library and the sets extension
+        (f"{ATTR}.ports.isSorted() && {ATTR}.ports.sum() == 9", True),
+        (f"{ATTR}.ports.min() == 1 && {ATTR}.modes.max() == 'graphics'", True),
+        (f"{ATTR}.ports.indexOf(5) == 2 && {ATTR}.ports.lastIndexOf(7) == -1", True),
+        (f"sets.contains({ATTR}.modes, ['compute'])", True),
+        (f"sets.intersects({ATTR}.ports, [2, 4])", False),
+        (f"sets.equivalent({ATTR}.ports, [5, 3, 1, 1])", True),
         # quantities
         (f'{CAP}.memory == quantity("80Gi")', True),
         (f'{CAP}.memory == quantity("81920Mi")', True),  # equal values, other spellings
@@ -198,6 +205,10 @@ def test_full_cel_and_the_kubernetes_libraries(expression, expected):
         (f"{ATTR}.index == 4 && {ATTR}.serial == 'x'", False),
         (f"{ATTR}.ports.exists(p, p == 3 || {ATTR}.serial == 'x')", True),
         (f"{CAP}.missing.isGreaterThan(quantity('1')) || true", True),
+        # Macros combine their body's values like && / || do.
+        (f"{ATTR}.ports.exists(p, p == 1 || {ATTR}.serial == 'x')", True),
+        (f"{ATTR}.ports.all(p, p == 2 && {ATTR}.serial == 'x')", False),
+        (f"{ATTR}.ports.map(p, {ATTR}.serial) == [] || true", True),
     ],
 )
 def test_a_missing_attribute_is_absorbed_when_the_other_side_decides(expression, expected):
@@ -211,6 +222,8 @@ def test_a_missing_attribute_is_absorbed_when_the_other_side_decides(expression,
         f"{ATTR}.index == 3 && {ATTR}.serial == 'x'",
         f"{ATTR}.ports.all(p, {ATTR}.serial == p)",
         f"cel.bind(s, {ATTR}.serial, s == 'x')",
+        f"{ATTR}.ports.exists(p, p == {ATTR}.serial)",
+        f"{ATTR}.ports.filter(p, {ATTR}.serial == p) == []",
     ],
 )
 def test_a_missing_attribute_is_an_error_when_it_decides(expression):

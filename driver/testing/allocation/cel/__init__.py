@@ -5,7 +5,8 @@ The language is full CEL (celpy, the cel-python package): `in` on lists and maps
 arithmetic, raw and triple-quoted strings. On top of it, what Kubernetes' DRA environment
 declares: the `device` variable (`driver`, `attributes`, `capacity`,
 `allowMultipleAllocations`), the quantity and semver libraries, the strings extension,
-regex `find` / `findAll`, `includes` and `cel.bind` (see the modules of this package).
+regex `find` / `findAll`, the lists library, the sets extension, `includes` and
+`cel.bind` (see the modules of this package).
 
 Semantics follow k8s.io/dynamic-resource-allocation/cel: an unqualified attribute or
 capacity name belongs to the device's driver domain; an unknown domain is an empty map;
@@ -33,6 +34,7 @@ from driver.testing.allocation.cel import checks, typecheck
 from driver.testing.allocation.cel.errors import SelectorError, UnsupportedExpression
 from driver.testing.allocation.cel.evaluator import evaluate, prepare
 from driver.testing.allocation.cel.kubernetes import KUBERNETES_FUNCTIONS
+from driver.testing.allocation.cel.lists import LIST_FUNCTIONS
 from driver.testing.allocation.cel.operators import OPERATORS
 from driver.testing.allocation.cel.strings import STRING_FUNCTIONS
 from driver.testing.allocation.cel.values import (
@@ -54,7 +56,7 @@ __all__ = [
     "split_qualified_name",
 ]
 
-FUNCTIONS = {**OPERATORS, **STRING_FUNCTIONS, **KUBERNETES_FUNCTIONS}
+FUNCTIONS = {**OPERATORS, **STRING_FUNCTIONS, **LIST_FUNCTIONS, **KUBERNETES_FUNCTIONS}
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,11 @@ METHODS: dict[str, tuple[int, ...]] = {
     "compareTo": (1,), "isGreaterThan": (1,), "isLessThan": (1,), "sign": (0,),
     "isInteger": (0,), "asInteger": (0,), "asApproximateFloat": (0,), "add": (1,),
     "sub": (1,), "major": (0,), "minor": (0,), "patch": (0,),
+    "isSorted": (0,), "sum": (0,), "min": (0,), "max": (0,),
+}  # fmt: skip
+# Namespaced functions: `cel.bind(x, value, body)` and `sets.contains(a, b)`, ...
+NAMESPACED: dict[str, tuple[int, ...]] = {
+    "sets.contains": (2,), "sets.equivalent": (2,), "sets.intersects": (2,),
 }  # fmt: skip
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
@@ -124,6 +129,11 @@ def _method_call(tree: lark.Tree, scope: frozenset[str]) -> None:
     if _is_root(target, "cel", scope):
         _bind(name, args, token, scope)
         return
+    if _is_root(target, "sets", scope):
+        _arity("function", f"sets.{name}", NAMESPACED.get(f"sets.{name}"), args, token)
+        for arg in args:
+            _check(arg, scope)
+        return
     _check(target, scope)
     if name in MACROS:
         _macro(name, args, token, scope)
@@ -155,8 +165,9 @@ def _field(tree: lark.Tree, scope: frozenset[str]) -> None:
     if _is_root(target, "device", scope) and str(token) not in DEVICE_FIELDS:
         fields = ", ".join(sorted(DEVICE_FIELDS))
         raise CheckError(f"undefined field '{token}' (device has {fields})", token)
-    if _is_root(target, "cel", scope):
-        raise CheckError(f"undeclared reference to 'cel.{token}'", token)
+    for namespace in ("cel", "sets"):
+        if _is_root(target, namespace, scope):
+            raise CheckError(f"undeclared reference to '{namespace}.{token}'", token)
     _check(target, scope)
 
 

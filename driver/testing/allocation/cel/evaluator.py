@@ -19,9 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 import lark
+from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator
 
 from driver.testing.allocation.cel.checks import plain_ident
+from driver.testing.allocation.cel.values import type_name
 
 # Rules that only pass their single child's value through when they have one child.
 _PASS_THROUGH = frozenset(
@@ -37,7 +39,9 @@ _RELATIONS = {
     "relation_ne": "_!=_",
     "relation_in": "_in_",
 }
-_CELPY_MACROS = frozenset({"map", "filter", "all", "exists", "exists_one", "reduce", "min"})
+_CELPY_MACROS = frozenset({"map", "filter", "exists_one"})
+# all / exists combine their body's values with && / || (errors absorbed as there).
+_QUANTIFIERS = {"all": "_&&_", "exists": "_||_"}
 _LITERALS: dict[tuple[str, str], Any] = {}
 _MAX_LITERALS = 4096
 
@@ -112,15 +116,39 @@ class DeviceEvaluator(Evaluator):
         target, method = tree.children[0], tree.children[1]
         if str(method) == "bind" and plain_ident(target) == "cel" and not self._bound("cel"):
             return self._bind(tree.children[2])
+        if plain_ident(target) == "sets" and not self._bound("sets"):
+            return self._call(f"sets.{method}", *self._arguments(tree, 2), token=method)
+        if str(method) in _QUANTIFIERS:
+            return self._quantifier(tree, str(method))
         if str(method) in _CELPY_MACROS:
-            return super().member_dot_arg(tree)
-        return self._call(method, self.visit(target), *self._arguments(tree, 2))
+            try:
+                return super().member_dot_arg(tree)
+            except CELEvalError as error:  # celpy raises a body's error: make it a value
+                return error
+        return self._call(str(method), self.visit(target), *self._arguments(tree, 2), token=method)
+
+    def _quantifier(self, tree: lark.Tree, name: str) -> Any:
+        items = self.visit(tree.children[0])
+        if isinstance(items, CELEvalError):
+            return items
+        if not isinstance(items, list | dict):
+            return CELEvalError(f"no such overload: {type_name(items)}.{name}()")
+        body = self.build_ss_macro_eval(tree)  # a body's error comes back as a value
+        combine = self.activation.resolve_function(_QUANTIFIERS[name])
+        undecided = celtypes.BoolType(name == "all")
+        result: Any = undecided
+        for item in items:
+            result = combine(result, body(item))
+            if isinstance(result, celtypes.BoolType) and result != undecided:
+                break  # decided: false for all, true for exists
+        return result
 
     def primary(self, tree: lark.Tree) -> Any:
         """`f(args)` for a declared function; `has()`, `dyn()`, names, literals as celpy."""
         child = tree.children[0]
         if child.data == "ident_arg" and str(child.children[0]) not in ("has", "dyn"):
-            return self._call(child.children[0], *self._arguments(child, 1))
+            name = child.children[0]
+            return self._call(str(name), *self._arguments(child, 1), token=name)
         return super().primary(tree)
 
     def _arguments(self, tree: lark.Tree, index: int) -> list[Any]:
@@ -129,20 +157,20 @@ class DeviceEvaluator(Evaluator):
             return []
         return [self.visit(child) for child in exprlist.children]
 
-    def _call(self, name: lark.Token, *values: Any) -> Any:
+    def _call(self, name: str, *values: Any, token: lark.Token) -> Any:
         error = next((v for v in values if isinstance(v, CELEvalError)), None)
         if error is not None:
             return error
         try:
-            function = self.activation.resolve_function(str(name))
+            function = self.activation.resolve_function(name)
         except KeyError:
-            return CELEvalError(f"undeclared reference to '{name}'", token=name)
+            return CELEvalError(f"undeclared reference to '{name}'", token=token)
         try:
             return function(*values)
         except (TypeError, AttributeError) as problem:  # as celpy words a Python mismatch
-            return CELEvalError("no such overload", type(problem), problem.args, token=name)
+            return CELEvalError("no such overload", type(problem), problem.args, token=token)
         except ValueError as problem:
-            return CELEvalError(f"{name}: {problem}", type(problem), problem.args, token=name)
+            return CELEvalError(f"{name}: {problem}", type(problem), problem.args, token=token)
 
     def _bound(self, name: str) -> bool:
         try:

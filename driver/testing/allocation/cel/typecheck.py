@@ -48,7 +48,9 @@ _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
     **{m: (frozenset({SEMVER}), "int") for m in ("major", "minor", "patch")},
     **{m: (_STRING, "bool") for m in ("startsWith", "endsWith", "contains", "matches")},
     **{m: (_STRING, "string") for m in _STRING_RESULTS},
-    **{m: (_STRING, "int") for m in ("indexOf", "lastIndexOf")},
+    **{m: (frozenset({"string", "list"}), "int") for m in ("indexOf", "lastIndexOf")},
+    "isSorted": (frozenset({"list"}), "bool"),
+    **{m: (frozenset({"list"}), None) for m in ("sum", "min", "max")},
     **{m: (_STRING, "list") for m in ("split", "findAll")},
     "join": (frozenset({"list"}), "string"),
     "size": (frozenset({"string", "bytes", "list", "map"}), "int"),
@@ -202,6 +204,10 @@ def _method(tree: lark.Tree) -> Type:
     if plain_ident(target) == "cel" and name == "bind":
         _type(args[1])
         return _type(args[2])
+    if plain_ident(target) == "sets":
+        for arg in args:
+            _type(arg)
+        return "bool"
     receiver = _kind(_type(target))
     if name in ("all", "exists", "exists_one", "map", "filter"):
         _type(args[1])  # the bound variable is dyn
