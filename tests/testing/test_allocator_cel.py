@@ -239,7 +239,7 @@ def test_a_missing_attribute_is_an_error_when_it_decides(expression):
         (f"{ATTR}.driverVersion < semver('1.0.0')", "no such overload"),  # use compareTo
         (f"{ATTR}.driverVersion.isGreaterThan({CAP}.memory)", "no such overload"),
         (f"{ATTR}.index.lowerAscii() == ''", "no such overload: int.lowerAscii()"),
-        (f"{ATTR}.model.matches('[')", "match error"),
+        (f"'[x'.matches({ATTR}.model + '[')", "invalid regular expression: missing ]"),
         ("semver('1.02.3').major() == 1", "not a semantic version"),
         (f"{ATTR}.healthy && {ATTR}.index", "no such overload: bool && int"),
         ("quantity('1E').add(quantity('10E')).asInteger() > 0", "cannot convert value to integer"),
@@ -288,6 +288,9 @@ def test_list_attributes_of_versions_are_semvers():
         ("(true", "syntax error"),
         ("1 ++ 2", "syntax error"),
         ("Message{field: 1}", "message construction is not supported"),
+        (f"{ATTR}.model.matches('[')", "invalid regular expression: missing ]"),
+        ("matches('x', '(')", "invalid regular expression: missing )"),
+        ("[1, 'a'].size() == 2", "expected type 'int' but found 'string' in a list literal"),
         # Type errors the Kubernetes type checker reports (types known without a device).
         ("device.driver == 1", "no matching overload for '_==_' applied to '(string, int)'"),
         (f"{CAP}.memory.compareTo(3) == 0", "'compareTo' applied to '(kubernetes.Quantity, int)'"),

@@ -36,6 +36,7 @@ from driver.testing.allocation.cel.evaluator import evaluate, prepare
 from driver.testing.allocation.cel.kubernetes import KUBERNETES_FUNCTIONS
 from driver.testing.allocation.cel.lists import LIST_FUNCTIONS
 from driver.testing.allocation.cel.operators import OPERATORS
+from driver.testing.allocation.cel.regex import REGEX_FUNCTIONS
 from driver.testing.allocation.cel.strings import STRING_FUNCTIONS
 from driver.testing.allocation.cel.values import (
     DomainMap,
@@ -56,7 +57,13 @@ __all__ = [
     "split_qualified_name",
 ]
 
-FUNCTIONS = {**OPERATORS, **STRING_FUNCTIONS, **LIST_FUNCTIONS, **KUBERNETES_FUNCTIONS}
+FUNCTIONS = {
+    **OPERATORS,
+    **STRING_FUNCTIONS,
+    **LIST_FUNCTIONS,
+    **REGEX_FUNCTIONS,
+    **KUBERNETES_FUNCTIONS,
+}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ device field would only show up when evaluated, as a runtime error that `&&` / `
 absorb. Kubernetes refuses such a selector when it compiles it; so do these checks:
 names resolve (`device`, macro and `cel.bind` variables, type names), functions and
 methods are declared (CEL standard, strings extension, Kubernetes libraries, with their
-argument counts), `device` has only its four fields, `has()` takes a field selection.
+argument counts), `device` has only its four fields, `has()` takes a field selection, a
+regular expression written as a literal is valid RE2.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import lark
+from celpy.evaluation import celstr
+
+from driver.testing.allocation.cel.regex import compile_regex
 
 DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
 TYPE_NAMES = frozenset(
@@ -119,6 +123,8 @@ def _function_call(tree: lark.Tree, scope: frozenset[str]) -> None:
     _arity("function", name, FUNCTIONS.get(name), args, token)
     if name == "has" and _innermost(args[0]).data != "member_dot":
         raise CheckError("invalid argument to has() macro: it takes a field selection", token)
+    if name == "matches":
+        _regex_literal(args[1], token)
     for arg in args:
         _check(arg, scope)
 
@@ -139,8 +145,19 @@ def _method_call(tree: lark.Tree, scope: frozenset[str]) -> None:
         _macro(name, args, token, scope)
         return
     _arity("method", name, METHODS.get(name), args, token)
+    if name in ("matches", "find", "findAll"):
+        _regex_literal(args[0], token)
     for arg in args:
         _check(arg, scope)
+
+
+def _regex_literal(tree: lark.Tree, token: lark.Token) -> None:
+    node = _innermost(tree)
+    if node.data != "literal" or node.children[0].type not in ("STRING_LIT", "MLSTRING_LIT"):
+        return
+    compiled = compile_regex(str(celstr(node.children[0])))
+    if isinstance(compiled, str):
+        raise CheckError(f"invalid regular expression: {compiled}", token)
 
 
 def _macro(name: str, args: list[lark.Tree], token: lark.Token, scope: frozenset[str]) -> None:

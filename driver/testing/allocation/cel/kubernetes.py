@@ -1,12 +1,12 @@
-"""The Kubernetes CEL libraries DRA selectors use: quantity, semver, regex, `includes`.
+"""The Kubernetes CEL libraries DRA selectors use: quantity, semver, `includes`.
 
 Written from the Kubernetes library documentation (k8s.io/apiserver/pkg/cel/library):
 `quantity(s)`, `isQuantity(s)` and a quantity's `compareTo`, `isGreaterThan`,
 `isLessThan`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub`;
 `semver(s[, normalize])`, `isSemver(s[, normalize])` and a version's `compareTo`,
-`isGreaterThan`, `isLessThan`, `major`, `minor`, `patch`; `find` / `findAll` (regex);
-DRA's `includes` (a list attribute contains a value, or a scalar equals it). celpy calls
-`x.f(y)` as `f(x, y)`, so each method is a function of its receiver.
+`isGreaterThan`, `isLessThan`, `major`, `minor`, `patch`; DRA's `includes` (a list
+attribute contains a value, or a scalar attribute equals it). celpy calls `x.f(y)` as
+`f(x, y)`, so each method is a function of its receiver.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import re2
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
@@ -124,25 +123,6 @@ def _sign(value: Quantity) -> Any:
     return celtypes.IntType((value.value > 0) - (value.value < 0))
 
 
-def _regex(name: str, find_all: bool) -> Function:
-    def evaluate(text: Any, pattern: Any, limit: Any = -1) -> Any:
-        if not isinstance(text, str) or not isinstance(pattern, str):
-            return no_overload(f"{type_name(text)}.{_signature(name, pattern)}")
-        try:
-            compiled = re2.compile(pattern)
-        except re2.error as error:
-            return CELEvalError(f"{name}({str(pattern)!r}): invalid regular expression: {error}")
-        if not find_all:
-            match = compiled.search(text)
-            return celtypes.StringType(match.group(0) if match else "")
-        found = [m.group(0) for m in compiled.finditer(text)]
-        if int(limit) >= 0:
-            found = found[: int(limit)]
-        return celtypes.ListType(celtypes.StringType(s) for s in found)
-
-    return evaluate
-
-
 def includes(target: Any, value: Any) -> Any:
     """DRA `includes`: a list attribute holds `value`, or a scalar attribute equals it."""
     if isinstance(target, list):
@@ -169,7 +149,5 @@ KUBERNETES_FUNCTIONS: dict[str, Function] = {
     "major": _version_part("major", 0),
     "minor": _version_part("minor", 1),
     "patch": _version_part("patch", 2),
-    "find": _regex("find", find_all=False),
-    "findAll": _regex("findAll", find_all=True),
     "includes": includes,
 }

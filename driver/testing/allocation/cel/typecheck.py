@@ -226,10 +226,19 @@ def _check_receiver(tree: lark.Tree, name: str, receiver: Type, args: list[Type]
 
 
 def _collection(kind: str) -> Callable[[lark.Tree], Type]:
+    """A list or map literal; its elements (keys, values) are of one type when known."""
+
     def rule(tree: lark.Tree) -> Type:
-        for child in tree.children:
-            if isinstance(child, lark.Tree):
-                _type(child)
+        inits = tree.children[0] if tree.children else None
+        items = [c for c in inits.children if isinstance(c, lark.Tree)] if inits else []
+        types = [_kind(_type(item)) for item in items]
+        groups = [types] if kind == "list" else [types[0::2], types[1::2]]
+        for group in groups:
+            known = [t for t in group if t is not None]
+            if any(t != known[0] for t in known):
+                mismatch = next(t for t in known if t != known[0])
+                raise CheckError(f"expected type '{known[0]}' but found '{mismatch}' "
+                                 f"in a {kind} literal", tree)  # fmt: skip
         return kind
 
     return rule
