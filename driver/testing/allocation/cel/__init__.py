@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import celpy
-import lark
 from celpy import celtypes
+from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, CELEvalError
 
 from driver.devices.quantity import QuantityError
 from driver.testing.allocation.cel import checks, typecheck
+from driver.testing.allocation.cel.checks import Node
 from driver.testing.allocation.cel.errors import SelectorError, UnsupportedExpression
 from driver.testing.allocation.cel.evaluator import evaluate, prepare
 from driver.testing.allocation.cel.kubernetes import KUBERNETES_FUNCTIONS
@@ -144,7 +145,7 @@ class Selector:
     """One compiled selector expression."""
 
     expression: str
-    _ast: lark.Tree
+    _ast: Node
 
     def matches(self, view: DeviceView) -> bool:
         """True when the device matches; SelectorError when evaluation fails."""
@@ -194,7 +195,7 @@ def compile_selector(expression: str) -> Selector:
         ast = _environment().compile(expression)
         checks.check(ast)
         typecheck.check_types(ast)
-    except celpy.CELParseError as error:
+    except CELParseError as error:
         where = f" at column {error.column}" if getattr(error, "column", None) else ""
         raise UnsupportedExpression(f"CEL selector `{expression}`: syntax error{where}") from None
     except checks.CheckError as error:

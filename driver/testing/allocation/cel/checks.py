@@ -11,13 +11,15 @@ regular expression written as a literal is valid RE2.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeAlias, cast
 
 import lark
 from celpy.evaluation import celstr
 
 from driver.testing.allocation.cel.regex import compile_regex
 
+Node: TypeAlias = lark.Tree[Any]  # a celpy parse tree node
 DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
 TYPE_NAMES = frozenset(
     {"bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type", "type"}
@@ -53,18 +55,23 @@ MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 class CheckError(Exception):
     """What is wrong, and the (line, column) where, for one compile error."""
 
-    def __init__(self, message: str, where: lark.Tree | lark.Token) -> None:
+    def __init__(self, message: str, where: Node | lark.Token) -> None:
         super().__init__(message)
         meta = where if isinstance(where, lark.Token) else where.meta
         self.column = getattr(meta, "column", None)
 
 
-def check(tree: lark.Tree) -> None:
+def check(tree: Node) -> None:
     """Raise CheckError for the first declaration problem in `tree`."""
     _check(tree, frozenset())
 
 
-def plain_ident(tree: lark.Tree) -> str | None:
+def token_at(tree: Node, index: int) -> lark.Token:
+    """The token child at `index` (an IDENT, a literal's value)."""
+    return cast(lark.Token, tree.children[index])
+
+
+def plain_ident(tree: Node) -> str | None:
     """The identifier `tree` consists of (`x` in `all(x, ...)`), or None."""
     node = _innermost(tree)
     if node.data == "ident":
@@ -72,7 +79,7 @@ def plain_ident(tree: lark.Tree) -> str | None:
     return None
 
 
-def _innermost(tree: lark.Tree) -> lark.Tree:
+def _innermost(tree: Node) -> Node:
     """Descend through wrappers with one child (expr -> ... -> primary) to the real node."""
     node = tree
     while len(node.children) == 1 and isinstance(node.children[0], lark.Tree):
@@ -80,11 +87,11 @@ def _innermost(tree: lark.Tree) -> lark.Tree:
     return node
 
 
-def _subtrees(tree: lark.Tree) -> Iterator[lark.Tree]:
+def _subtrees(tree: Node) -> Iterator[Node]:
     return (child for child in tree.children if isinstance(child, lark.Tree))
 
 
-def _check(tree: lark.Tree, scope: frozenset[str]) -> None:
+def _check(tree: Node, scope: frozenset[str]) -> None:
     handler = _HANDLERS.get(str(tree.data))
     if handler:
         handler(tree, scope)
@@ -93,23 +100,25 @@ def _check(tree: lark.Tree, scope: frozenset[str]) -> None:
         _check(child, scope)
 
 
-def _ident(tree: lark.Tree, scope: frozenset[str]) -> None:
+def _ident(tree: Node, scope: frozenset[str]) -> None:
     name = str(tree.children[0])
     if name not in scope and name != "device" and name not in TYPE_NAMES:
         raise CheckError(f"undeclared reference to '{name}'", tree.children[0])
 
 
-def _is_root(tree: lark.Tree, name: str, scope: frozenset[str]) -> bool:
+def _is_root(tree: Node, name: str, scope: frozenset[str]) -> bool:
     return name not in scope and plain_ident(tree) == name
 
 
-def _args(tree: lark.Tree, index: int) -> list[lark.Tree]:
+def _args(tree: Node, index: int) -> list[Node]:
     if len(tree.children) <= index or tree.children[index] is None:
         return []
     return list(_subtrees(tree.children[index]))
 
 
-def _arity(kind: str, name: str, counts: tuple[int, ...] | None, args: list, token) -> None:
+def _arity(
+    kind: str, name: str, counts: tuple[int, ...] | None, args: list[Node], token: lark.Token
+) -> None:
     if counts is None:
         raise CheckError(f"undeclared reference to {kind} '{name}'", token)
     if len(args) not in counts:
@@ -117,8 +126,8 @@ def _arity(kind: str, name: str, counts: tuple[int, ...] | None, args: list, tok
                          f"argument(s), got {len(args)}", token)  # fmt: skip
 
 
-def _function_call(tree: lark.Tree, scope: frozenset[str]) -> None:
-    token = tree.children[0]
+def _function_call(tree: Node, scope: frozenset[str]) -> None:
+    token = token_at(tree, 0)
     name, args = str(token), _args(tree, 1)
     _arity("function", name, FUNCTIONS.get(name), args, token)
     if name == "has" and _innermost(args[0]).data != "member_dot":
@@ -129,8 +138,8 @@ def _function_call(tree: lark.Tree, scope: frozenset[str]) -> None:
         _check(arg, scope)
 
 
-def _method_call(tree: lark.Tree, scope: frozenset[str]) -> None:
-    target, token = tree.children[0], tree.children[1]
+def _method_call(tree: Node, scope: frozenset[str]) -> None:
+    target, token = tree.children[0], token_at(tree, 1)
     name, args = str(token), _args(tree, 2)
     if _is_root(target, "cel", scope):
         _bind(name, args, token, scope)
@@ -151,23 +160,23 @@ def _method_call(tree: lark.Tree, scope: frozenset[str]) -> None:
         _check(arg, scope)
 
 
-def _regex_literal(tree: lark.Tree, token: lark.Token) -> None:
+def _regex_literal(tree: Node, token: lark.Token) -> None:
     node = _innermost(tree)
-    if node.data != "literal" or node.children[0].type not in ("STRING_LIT", "MLSTRING_LIT"):
+    if node.data != "literal" or token_at(node, 0).type not in ("STRING_LIT", "MLSTRING_LIT"):
         return
-    compiled = compile_regex(str(celstr(node.children[0])))
+    compiled = compile_regex(str(celstr(token_at(node, 0))))
     if isinstance(compiled, str):
         raise CheckError(f"invalid regular expression: {compiled}", token)
 
 
-def _macro(name: str, args: list[lark.Tree], token: lark.Token, scope: frozenset[str]) -> None:
+def _macro(name: str, args: list[Node], token: lark.Token, scope: frozenset[str]) -> None:
     variable = plain_ident(args[0]) if args else None
     if len(args) != 2 or variable is None:
         raise CheckError(f"macro '{name}' takes a variable name and one expression", token)
     _check(args[1], scope | {variable})
 
 
-def _bind(name: str, args: list[lark.Tree], token: lark.Token, scope: frozenset[str]) -> None:
+def _bind(name: str, args: list[Node], token: lark.Token, scope: frozenset[str]) -> None:
     variable = plain_ident(args[0]) if args else None
     if name != "bind":
         raise CheckError(f"undeclared reference to 'cel.{name}'", token)
@@ -177,7 +186,7 @@ def _bind(name: str, args: list[lark.Tree], token: lark.Token, scope: frozenset[
     _check(args[2], scope | {variable})
 
 
-def _field(tree: lark.Tree, scope: frozenset[str]) -> None:
+def _field(tree: Node, scope: frozenset[str]) -> None:
     target, token = tree.children
     if _is_root(target, "device", scope) and str(token) not in DEVICE_FIELDS:
         fields = ", ".join(sorted(DEVICE_FIELDS))
@@ -188,15 +197,15 @@ def _field(tree: lark.Tree, scope: frozenset[str]) -> None:
     _check(target, scope)
 
 
-def _index(tree: lark.Tree, scope: frozenset[str]) -> None:
+def _index(tree: Node, scope: frozenset[str]) -> None:
     if _is_root(tree.children[0], "device", scope):
         raise CheckError("device is an object: select a field (device.attributes)", tree)
     for child in _subtrees(tree):
         _check(child, scope)
 
 
-def _unsupported(what: str):
-    def handler(tree: lark.Tree, scope: frozenset[str]) -> None:
+def _unsupported(what: str) -> Callable[[Node, frozenset[str]], None]:
+    def handler(tree: Node, scope: frozenset[str]) -> None:
         raise CheckError(f"{what} is not supported in a device selector", tree)
 
     return handler

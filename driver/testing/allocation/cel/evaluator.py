@@ -22,7 +22,7 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator
 
-from driver.testing.allocation.cel.checks import plain_ident
+from driver.testing.allocation.cel.checks import Node, plain_ident, token_at
 from driver.testing.allocation.cel.values import type_name
 
 # Rules that only pass their single child's value through when they have one child.
@@ -46,7 +46,7 @@ _LITERALS: dict[tuple[str, str], Any] = {}
 _MAX_LITERALS = 4096
 
 
-def prepare(tree: lark.Tree) -> lark.Tree:
+def prepare(tree: Node) -> Node:
     """`tree` without its pass-through levels (same value, fewer nodes to visit)."""
     while (
         tree.data in _PASS_THROUGH
@@ -63,11 +63,11 @@ def prepare(tree: lark.Tree) -> lark.Tree:
 class DeviceEvaluator(Evaluator):
     """Evaluates one compiled selector for one device's activation."""
 
-    def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
+    def sub_evaluator(self, ast: Node) -> Evaluator:
         """A macro body's evaluator (keeps this class's behaviour)."""
         return DeviceEvaluator(ast, activation=self.activation)
 
-    def relation(self, tree: lark.Tree) -> Any:
+    def relation(self, tree: Node) -> Any:
         """`a < b`, `a == b`, `a in b`, ...: the operator function on both values."""
         if len(tree.children) == 1:
             return self.visit(tree.children[0])
@@ -75,23 +75,23 @@ class DeviceEvaluator(Evaluator):
         function = self.activation.resolve_function(_RELATIONS[str(operator_tree.data)])
         return function(self.visit(operator_tree.children[0]), self.visit(right_tree))
 
-    def conditionaland(self, tree: lark.Tree) -> Any:
+    def conditionaland(self, tree: Node) -> Any:
         """`a && b`, both sides evaluated so that an error on one side can be absorbed."""
         return self._logical(tree, "_&&_")
 
-    def conditionalor(self, tree: lark.Tree) -> Any:
+    def conditionalor(self, tree: Node) -> Any:
         """`a || b`."""
         return self._logical(tree, "_||_")
 
-    def _logical(self, tree: lark.Tree, name: str) -> Any:
+    def _logical(self, tree: Node, name: str) -> Any:
         if len(tree.children) == 1:
             return self.visit(tree.children[0])
         left, right = (self.visit(child) for child in tree.children)
         return self.activation.resolve_function(name)(left, right)
 
-    def literal(self, tree: lark.Tree) -> Any:
+    def literal(self, tree: Node) -> Any:
         """A literal's value, parsed once (string escapes are not cheap)."""
-        token = tree.children[0]
+        token = token_at(tree, 0)
         key = (str(token.type), str(token))
         value = _LITERALS.get(key)
         if value is None:
@@ -102,7 +102,7 @@ class DeviceEvaluator(Evaluator):
                 _LITERALS[key] = value
         return value
 
-    def member_dot(self, tree: lark.Tree) -> Any:
+    def member_dot(self, tree: Node) -> Any:
         """`map.key`: cel-go's "no such key" when the key is missing."""
         value = super().member_dot(tree)
         if isinstance(value, CELEvalError) and str(value.args[0]).startswith(
@@ -111,9 +111,9 @@ class DeviceEvaluator(Evaluator):
             return CELEvalError(f"no such key: {tree.children[1]}")
         return value
 
-    def member_dot_arg(self, tree: lark.Tree) -> Any:
+    def member_dot_arg(self, tree: Node) -> Any:
         """`x.f(args)` calls f(x, args); `cel.bind(x, value, body)`; macros as celpy does."""
-        target, method = tree.children[0], tree.children[1]
+        target, method = tree.children[0], token_at(tree, 1)
         if str(method) == "bind" and plain_ident(target) == "cel" and not self._bound("cel"):
             return self._bind(tree.children[2])
         if plain_ident(target) == "sets" and not self._bound("sets"):
@@ -127,7 +127,7 @@ class DeviceEvaluator(Evaluator):
                 return error
         return self._call(str(method), self.visit(target), *self._arguments(tree, 2), token=method)
 
-    def _quantifier(self, tree: lark.Tree, name: str) -> Any:
+    def _quantifier(self, tree: Node, name: str) -> Any:
         items = self.visit(tree.children[0])
         if isinstance(items, CELEvalError):
             return items
@@ -143,15 +143,15 @@ class DeviceEvaluator(Evaluator):
                 break  # decided: false for all, true for exists
         return result
 
-    def primary(self, tree: lark.Tree) -> Any:
+    def primary(self, tree: Node) -> Any:
         """`f(args)` for a declared function; `has()`, `dyn()`, names, literals as celpy."""
         child = tree.children[0]
         if child.data == "ident_arg" and str(child.children[0]) not in ("has", "dyn"):
-            name = child.children[0]
+            name = token_at(child, 0)
             return self._call(str(name), *self._arguments(child, 1), token=name)
         return super().primary(tree)
 
-    def _arguments(self, tree: lark.Tree, index: int) -> list[Any]:
+    def _arguments(self, tree: Node, index: int) -> list[Any]:
         exprlist = tree.children[index] if len(tree.children) > index else None
         if exprlist is None:
             return []
@@ -179,7 +179,7 @@ class DeviceEvaluator(Evaluator):
             return False
         return True
 
-    def _bind(self, arguments: lark.Tree) -> Any:
+    def _bind(self, arguments: Node) -> Any:
         variable_tree, value_tree, body_tree = arguments.children
         variable = plain_ident(variable_tree)
         value = self.visit(value_tree)
@@ -191,6 +191,6 @@ class DeviceEvaluator(Evaluator):
             return error
 
 
-def evaluate(ast: lark.Tree, activation: Activation, device: Any) -> Any:
+def evaluate(ast: Node, activation: Activation, device: Any) -> Any:
     """The value of `ast` with `device` bound; raises CELEvalError when it is an error."""
     return DeviceEvaluator(ast, activation=activation).evaluate({"device": device})

@@ -69,7 +69,9 @@ def _comparison(name: str, result: Callable[[int], Any]) -> Function:
     """compareTo / isGreaterThan / isLessThan of two quantities or two versions."""
 
     def evaluate(value: Any, other: Any) -> Any:
-        if isinstance(value, Quantity | Semver) and type(other) is type(value):
+        if isinstance(value, Quantity) and isinstance(other, Quantity):
+            return result(value.compare(other))
+        if isinstance(value, Semver) and isinstance(other, Semver):
             return result(value.compare(other))
         return no_overload(f"{type_name(value)}.{_signature(name, other)}")
 

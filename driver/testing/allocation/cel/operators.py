@@ -39,7 +39,9 @@ def equal(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(
             any(equal(k, j) for j in b) and equal(v, _lookup(b, k)) for k, v in a.items()
         )
-    if isinstance(a, Quantity | Semver) and type(a) is type(b):
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return a.compare(b) == 0
+    if isinstance(a, Semver) and isinstance(b, Semver):
         return a.compare(b) == 0
     return type(a) is type(b) and a == b
 

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import re2
+import re2  # type: ignore[import-untyped]
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 

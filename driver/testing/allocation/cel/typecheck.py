@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import lark
 
-from driver.testing.allocation.cel.checks import CheckError, plain_ident
+from driver.testing.allocation.cel.checks import CheckError, Node, plain_ident, token_at
 
 Type = str | None  # a CEL type name, None for dyn / not known statically
 QUANTITY, SEMVER = "kubernetes.Quantity", "kubernetes.Semver"
@@ -59,14 +59,14 @@ _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
 }
 
 
-def check_types(tree: lark.Tree) -> None:
+def check_types(tree: Node) -> None:
     """Raise CheckError when `tree` has a type error cel-go reports at compile time."""
     result = _type(tree)
     if result is not None and result != "bool":
         raise CheckError(f"must evaluate to bool or the unknown type, not {result}", tree)
 
 
-def _type(tree: lark.Tree) -> Type:
+def _type(tree: Node) -> Type:
     rule = _RULES.get(str(tree.data))
     if rule is not None:
         return rule(tree)
@@ -76,7 +76,7 @@ def _type(tree: lark.Tree) -> Type:
     return _type(subtrees[0]) if len(tree.children) == 1 and subtrees else None
 
 
-def _mismatch(tree: lark.Tree, operator: str, *types: Type) -> CheckError:
+def _mismatch(tree: Node, operator: str, *types: Type) -> CheckError:
     applied = ", ".join(t or "dyn" for t in types)
     return CheckError(f"found no matching overload for '{operator}' applied to '({applied})'", tree)
 
@@ -86,11 +86,11 @@ def _kind(value: Type) -> Type:
     return "map" if value and value.startswith("map") else value
 
 
-def _literal(tree: lark.Tree) -> Type:
-    return _LITERALS.get(str(tree.children[0].type))
+def _literal(tree: Node) -> Type:
+    return _LITERALS.get(str(token_at(tree, 0).type))
 
 
-def _relation(tree: lark.Tree) -> Type:
+def _relation(tree: Node) -> Type:
     if len(tree.children) == 1:
         return _type(tree.children[0])
     operator_tree, right_tree = tree.children
@@ -115,7 +115,7 @@ _SYMBOLS = {"eq": "_==_", "ne": "_!=_", "lt": "_<_", "le": "_<=_", "gt": "_>_", 
             "in": "@in"}  # fmt: skip
 
 
-def _arithmetic(tree: lark.Tree) -> Type:
+def _arithmetic(tree: Node) -> Type:
     if len(tree.children) == 1:
         return _type(tree.children[0])
     operator_tree, right_tree = tree.children
@@ -133,8 +133,8 @@ def _arithmetic(tree: lark.Tree) -> Type:
 _ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 
 
-def _logical(name: str) -> Callable[[lark.Tree], Type]:
-    def rule(tree: lark.Tree) -> Type:
+def _logical(name: str) -> Callable[[Node], Type]:
+    def rule(tree: Node) -> Type:
         if len(tree.children) == 1:
             return _type(tree.children[0])
         types = [_type(child) for child in tree.children]
@@ -145,7 +145,7 @@ def _logical(name: str) -> Callable[[lark.Tree], Type]:
     return rule
 
 
-def _unary(tree: lark.Tree) -> Type:
+def _unary(tree: Node) -> Type:
     if len(tree.children) == 1:
         return _type(tree.children[0])
     operator, operand = tree.children
@@ -159,7 +159,7 @@ def _unary(tree: lark.Tree) -> Type:
     return value
 
 
-def _conditional(tree: lark.Tree) -> Type:
+def _conditional(tree: Node) -> Type:
     if len(tree.children) == 1:
         return _type(tree.children[0])
     condition, yes, no = (_type(child) for child in tree.children)
@@ -168,14 +168,14 @@ def _conditional(tree: lark.Tree) -> Type:
     return yes if yes == no else None
 
 
-def _field(tree: lark.Tree) -> Type:
+def _field(tree: Node) -> Type:
     target, name = tree.children
     if plain_ident(target) == "device":
         return _DEVICE.get(str(name))
     return _element(_type(target))
 
 
-def _index(tree: lark.Tree) -> Type:
+def _index(tree: Node) -> Type:
     target, key = tree.children
     _type(key)
     return _element(_type(target))
@@ -189,7 +189,7 @@ def _element(container: Type) -> Type:
     return None
 
 
-def _function(tree: lark.Tree) -> Type:
+def _function(tree: Node) -> Type:
     name, args = str(tree.children[0]), _arguments(tree, 1)
     types = [_type(arg) for arg in args]
     takes_string = name in ("quantity", "semver", "isQuantity", "isSemver")
@@ -198,7 +198,7 @@ def _function(tree: lark.Tree) -> Type:
     return _FUNCTION_RESULTS.get(name)
 
 
-def _method(tree: lark.Tree) -> Type:
+def _method(tree: Node) -> Type:
     target, name = tree.children[0], str(tree.children[1])
     args = _arguments(tree, 2)
     if plain_ident(target) == "cel" and name == "bind":
@@ -216,7 +216,7 @@ def _method(tree: lark.Tree) -> Type:
     return _METHODS.get(name, (None, None))[1]
 
 
-def _check_receiver(tree: lark.Tree, name: str, receiver: Type, args: list[Type]) -> None:
+def _check_receiver(tree: Node, name: str, receiver: Type, args: list[Type]) -> None:
     receivers = _METHODS.get(name, (None, None))[0]
     if receiver is not None and receivers is not None and receiver not in receivers:
         raise _mismatch(tree, name, receiver, *args)
@@ -225,10 +225,10 @@ def _check_receiver(tree: lark.Tree, name: str, receiver: Type, args: list[Type]
         raise _mismatch(tree, name, receiver, *args)
 
 
-def _collection(kind: str) -> Callable[[lark.Tree], Type]:
+def _collection(kind: str) -> Callable[[Node], Type]:
     """A list or map literal; its elements (keys, values) are of one type when known."""
 
-    def rule(tree: lark.Tree) -> Type:
+    def rule(tree: Node) -> Type:
         inits = tree.children[0] if tree.children else None
         items = [c for c in inits.children if isinstance(c, lark.Tree)] if inits else []
         types = [_kind(_type(item)) for item in items]
@@ -244,14 +244,14 @@ def _collection(kind: str) -> Callable[[lark.Tree], Type]:
     return rule
 
 
-def _arguments(tree: lark.Tree, index: int) -> list[lark.Tree]:
+def _arguments(tree: Node, index: int) -> list[Node]:
     exprlist = tree.children[index] if len(tree.children) > index else None
     if exprlist is None:
         return []
     return [c for c in exprlist.children if isinstance(c, lark.Tree)]
 
 
-_RULES: dict[str, Callable[[lark.Tree], Type]] = {
+_RULES: dict[str, Callable[[Node], Type]] = {
     "literal": _literal,
     "relation": _relation,
     "addition": _arithmetic,
