@@ -18,9 +18,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from driver.cli.usage import usage_main
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
-from driver.usage import usage_main
 
 JSON = dict[str, Any]
 

@@ -14,7 +14,7 @@ from driver.claims.checkpoint import _checksum
 from driver.claims.preparer import Preparer
 from driver.claims.source import StaticClaimSource
 from driver.claims.types import ClaimRef
-from driver.usage import usage_main
+from driver.cli.usage import usage_main
 
 from .builders import DRIVER, ProfileCluster, claim, inventory, result, with_profile
 

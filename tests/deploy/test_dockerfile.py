@@ -124,7 +124,7 @@ def test_build_context_holds_the_package_and_nothing_local(dockerfile, ignore_ru
     files = context_files(REPO, sources, ignore_rules)
 
     assert sorted(sources) == ["README.md", "driver", "pyproject.toml"]
-    assert {"pyproject.toml", "README.md", "driver/cli.py"} <= set(files)
+    assert {"pyproject.toml", "README.md", "driver/cli/run.py"} <= set(files)
     assert any(f.startswith("driver/kubelet/gen/") for f in files), "generated gRPC code"
     assert not [f for f in files if "__pycache__" in f or re.search(r"\.py[co]$", f)]
     for local in (".git/HEAD", ".venv/bin/python", "tests/deploy/conftest.py",

@@ -1,18 +1,10 @@
-"""`simdra usage`: what is prepared on this node, per device, like a quota shows used vs hard.
-
-Reads the plugin's checkpoint records (`<data dir>/claims/*.json`) and nothing else: no
-API server, no lock (records are replaced by atomic renames, so every file read is a
-whole record), no writes. It therefore works next to a running plugin and for a stopped
-one. Every amount comes from the records: each prepared unit stores the device's
-capacity, the counters it consumes and their totals as they were at prepare time.
-
-Per device: each capacity's hard limit, what is used, what is free, and the holders
-(claim, UID, shareID, consumed). An exclusive device counts as fully used while a claim
-holds it; admin-access holders are listed but consume nothing. Per counter set of a
-partitionable pool: total, used by the devices in use, free. Records that cannot be read
-are listed as problems, one line each, and the devices the claim's CDI spec names (read
-from `--cdi-root`) are shown as "reserved by an unreadable record", as the plugin keeps
-them (see `driver.claims.reserved`).
+"""`simdra usage`: what is prepared on this node, per device, read from the plugin's
+checkpoint records (`<data dir>/claims/*.json`) and nothing else: no API server, no lock
+(records are replaced by atomic renames, so every file read is a whole record), no
+writes. It therefore works next to a running plugin and for a stopped one. Records that
+cannot be read are listed as problems, one line each, and the devices the claim's CDI
+spec names (read from `--cdi-root`) are shown as "reserved by an unreadable record", as
+the plugin keeps them. The report itself is `driver.claims.usage_report` (pure).
 
 Exit status: 0 (also with problems, which the output shows), 1 when the data directory
 cannot be read, 2 for bad arguments.
@@ -25,160 +17,25 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from driver.claims.checkpoint import CorruptRecord, read_records, records_directory
 from driver.claims.errors import quantity_text
-from driver.claims.ledger import CapacityLedger
-from driver.claims.plan import PreparedClaim, PreparedUnit
 from driver.claims.reserved import Reservation, reservation
-from driver.cli_parser import OneLineParser
+from driver.claims.usage_report import (
+    UNREADABLE_NOTE,
+    CounterUsage,
+    DeviceUsage,
+    UsageReport,
+    usage_report,
+)
+from driver.cli.parser import OneLineParser, SubParsers
 
 DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
 DEFAULT_DRIVER_NAME = "dra.example.com"
 DEFAULT_CDI_ROOT = "/var/run/cdi"
-UNREADABLE_NOTE = "reserved by an unreadable record"
-Amounts = dict[str, Fraction]
-
-
-@dataclass(frozen=True)
-class Holder:
-    """One prepared unit of a device: a share, or the claim holding it exclusively."""
-
-    namespace: str
-    name: str
-    uid: str
-    share_id: str | None
-    consumed: Amounts  # {} for admin access
-    admin_access: bool
-    requests: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class DeviceUsage:
-    """Used vs hard for one device."""
-
-    pool: str
-    device: str
-    device_type: str
-    exclusive: bool
-    capacity: Amounts
-    used: Amounts
-    holders: tuple[Holder, ...]
-    reserved_by: tuple[str, ...] = ()  # UIDs of unreadable records holding the device
-
-    @property
-    def free(self) -> Amounts:
-        """Capacity left (negative if the device is overbooked)."""
-        return {
-            name: total - self.used.get(name, Fraction(0)) for name, total in self.capacity.items()
-        }
-
-
-@dataclass(frozen=True)
-class CounterUsage:
-    """Used vs total for one counter set of a pool."""
-
-    pool: str
-    counter_set: str
-    total: Amounts
-    used: Amounts
-    devices: tuple[str, ...]
-
-    @property
-    def free(self) -> Amounts:
-        """Counters left."""
-        return {
-            name: total - self.used.get(name, Fraction(0)) for name, total in self.total.items()
-        }
-
-
-@dataclass(frozen=True)
-class UsageReport:
-    """Everything `simdra usage` shows."""
-
-    data_dir: str
-    devices: tuple[DeviceUsage, ...]
-    counters: tuple[CounterUsage, ...]
-    problems: tuple[CorruptRecord, ...]
-    reservations: tuple[Reservation, ...] = ()
-
-
-# --- pure ---------------------------------------------------------------------------
-
-
-def usage_report(
-    data_dir: str,
-    records: Mapping[str, PreparedClaim],
-    problems: Sequence[CorruptRecord] = (),
-    reservations: Sequence[Reservation] = (),
-) -> UsageReport:
-    """The usage of every device and counter set the records mention, and the devices
-    that unreadable records keep reserved."""
-    ledger = CapacityLedger.rebuild(records.values())
-    units: dict[tuple[str, str], list[tuple[PreparedClaim, PreparedUnit]]] = {}
-    for claim in sorted(records.values(), key=lambda c: (c.claim.namespace, c.claim.name)):
-        for unit in claim.units:
-            units.setdefault((unit.pool, unit.device), []).append((claim, unit))
-    reserved: dict[tuple[str, str], list[str]] = {}
-    for held in reservations:
-        for key in held.devices:
-            reserved.setdefault(key, []).append(held.claim_uid)
-    devices = tuple(
-        _device_usage(pool, device, units.get((pool, device), []), ledger,
-                      tuple(reserved.get((pool, device), ())))
-        for pool, device in sorted(set(units) | set(reserved))
-    )
-    counters = []
-    for pool, counter_set in ledger.counter_sets():
-        in_use = ledger.counters_used(pool)
-        counters.append(
-            CounterUsage(
-                pool,
-                counter_set,
-                ledger.counter_total(pool, counter_set),
-                dict(in_use.amounts.get(counter_set, {})),
-                tuple(in_use.consumers.get(counter_set, [])),
-            )
-        )
-    return UsageReport(data_dir, devices, tuple(counters), tuple(problems), tuple(reservations))
-
-
-def _device_usage(
-    pool: str,
-    device: str,
-    held: list[tuple[PreparedClaim, PreparedUnit]],
-    ledger: CapacityLedger,
-    reserved_by: tuple[str, ...] = (),
-) -> DeviceUsage:
-    if not held:  # only known from an unreadable record's CDI spec: no amounts
-        return DeviceUsage(pool, device, "-", True, {}, {}, (), reserved_by)
-    latest = held[-1][1]
-    exclusive = latest.exclusive
-    capacity = dict(latest.device_capacity)
-    holders = tuple(
-        Holder(
-            claim.claim.namespace,
-            claim.claim.name,
-            claim.claim.uid,
-            unit.share_id,
-            {} if unit.admin_access else unit.granted,
-            unit.admin_access,
-            unit.requests,
-        )
-        for claim, unit in held
-    )
-    if exclusive:
-        taken = any(not h.admin_access for h in holders)
-        used = dict(capacity) if taken else {name: Fraction(0) for name in capacity}
-    else:
-        used = {name: Fraction(0) for name in capacity} | ledger.used(pool, device)
-    return DeviceUsage(
-        pool, device, latest.device_type, exclusive, capacity, used, holders, reserved_by
-    )
 
 
 def report_json(report: UsageReport) -> dict[str, Any]:
@@ -333,12 +190,19 @@ def _q(amount: Fraction) -> str:
 # --- command line -------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog="simdra usage",
-        description="Show devices, shares and counters prepared by a simdra plugin on this "
-        "node, read from its checkpoint (read-only, works while the plugin runs).",
-    )
+DESCRIPTION = ("Show devices, shares and counters prepared by a simdra plugin on this node, "
+               "read from its checkpoint (read-only, works while the plugin runs).")
+
+
+def add_parser(commands: SubParsers) -> None:
+    """Register `usage` with `simdra`'s sub-commands."""
+    parser = commands.add_parser("usage", description=DESCRIPTION,
+                                 help="show consumed device capacity from the plugin's state")
+    _add_arguments(parser)
+    parser.set_defaults(handler=handle, command_parser=parser)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plugin-dir",
         help="the plugin's data directory (default: <plugins dir>/<driver name>)",
@@ -364,7 +228,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table",
                         help="table for people (default), json for scripts")
-    return parser
 
 
 def _driver_name(args: argparse.Namespace, data_dir: Path) -> str:
@@ -380,10 +243,17 @@ def _driver_name(args: argparse.Namespace, data_dir: Path) -> str:
 def usage_main(argv: Sequence[str]) -> int:
     """`simdra usage [--plugin-dir DIR | --kubelet-plugins-directory-path P --driver-name D]
     [--output table|json]`; returns the exit status."""
+    parser = OneLineParser(prog="simdra usage", description=DESCRIPTION)
+    _add_arguments(parser)
     try:
-        args = _parser().parse_args(list(argv))
+        args = parser.parse_args(list(argv))
     except SystemExit as exc:  # --help (0) or bad arguments (2)
         return int(exc.code or 0)
+    return handle(args)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Print the report for parsed `simdra usage` arguments; returns the exit status."""
     driver = args.driver_name or os.environ.get("DRIVER_NAME", DEFAULT_DRIVER_NAME)
     data_dir = Path(args.plugin_dir or Path(args.kubelet_plugins_directory_path) / driver)
     directory = records_directory(data_dir)

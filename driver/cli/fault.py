@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from driver.cli_parser import OneLineParser
+from driver.cli.parser import OneLineParser, SubParsers
 from driver.devices.faults import (
     DEFAULT_FAIL_MESSAGE,
     DEFAULT_UNHEALTHY_MESSAGE,
@@ -85,20 +85,15 @@ class _Usage(Exception):
     """Bad input; the message is the one line the user sees."""
 
 
-def add_fault_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-                     ) -> argparse.ArgumentParser:
-    """Add the `fault` sub-command to `simdra`'s sub-parsers.
-
-    Sets `handler=run_fault` (returns the exit status) like the other sub-commands.
-    """
-    parser = subparsers.add_parser(
+def add_parser(commands: SubParsers) -> None:
+    """Register `fault` with `simdra`'s sub-commands."""
+    parser = commands.add_parser(
         "fault", help="inject device faults into a running fake-mode plugin", usage=USAGE,
         description=DESCRIPTION, epilog=ACTION_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_arguments(parser)
-    parser.set_defaults(handler=run_fault)
-    return parser
+    parser.set_defaults(handler=handle, command_parser=parser)
 
 
 def fault_main(argv: Sequence[str] | None = None) -> int:
@@ -112,7 +107,7 @@ def fault_main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help (0) or an argparse error (2), already printed
         return int(exit_.code or 0)
-    return run_fault(args)
+    return handle(args)
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,7 +130,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="list: print the control file")
 
 
-def run_fault(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Carry out parsed `simdra fault` arguments; prints one error line on failure."""
     try:
         return _run(args)
