@@ -6,4 +6,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/hack/venv.sh"
 cd "$root"
 ruff check .
+lint-imports --no-cache  # layer contracts: [tool.importlinter] in pyproject.toml
 exec python -m pytest "$@"
