@@ -11,7 +11,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from driver.textlimits import one_line
+from driver.core.textlimits import one_line
 
 
 class ClusterConfigError(Exception):

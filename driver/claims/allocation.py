@@ -15,9 +15,9 @@ from typing import Any
 
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.types import ClaimRef
-from driver.devices.quantity import QuantityError, parse_quantity
-from driver.slices.validation.names import uuid_errors
-from driver.textlimits import clip
+from driver.core.quantity import QuantityError, parse_quantity
+from driver.core.textlimits import clip
+from driver.core.validation.names import uuid_errors
 
 _RESULTS = "status.allocation.devices.results"
 _CONFIG = "status.allocation.devices.config"

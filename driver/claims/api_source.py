@@ -9,8 +9,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from driver.claims.errors import ClaimError, ClaimNotFound
+from driver.core.textlimits import clip
 from driver.kube import api_exception_parts, api_exception_text
-from driver.textlimits import clip
 
 # Well inside the kubelet's 45 s NodePrepareResources deadline, so a hung API server
 # turns into a per-claim error instead of a cancelled call.

@@ -31,7 +31,7 @@ from driver.atomicfile import (
 from driver.claims.cdi import CdiError, cdi_kind, spec_file_name
 from driver.claims.plan import PreparedClaim
 from driver.claims.record import RecordError, from_payload, to_payload
-from driver.textlimits import JsonLimitError, clip, json_depth, load_json, one_line
+from driver.core.textlimits import JsonLimitError, clip, json_depth, load_json, one_line
 
 FORMAT_VERSION = 1
 RECORD_KIND = "simdra.ClaimRecord"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from driver.devices.quantity import QuantityError, format_quantity
-from driver.textlimits import clip
+from driver.core.quantity import QuantityError, format_quantity
+from driver.core.textlimits import clip
 
 
 class ClaimError(Exception):

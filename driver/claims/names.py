@@ -4,7 +4,7 @@ They become parts of file names (the claim UID), CDI device names and env values
 device, request, namespace, name), so a value the API server would never accept (a NUL
 in a request name, a newline in a namespace) is refused as that claim's error before it
 reaches a file or a CDI spec. The rules are the ones the ResourceSlice validation uses
-(`driver.slices.validation.names`); this module only says which field follows which.
+(`driver.core.validation.names`); this module only says which field follows which.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from typing import Any
 from driver.claims.allocation import ClaimAllocation
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.types import ClaimRef
-from driver.slices.validation.errors import FieldError
-from driver.slices.validation.names import (
+from driver.core.textlimits import clip
+from driver.core.validation.errors import FieldError
+from driver.core.validation.names import (
     dns_label_errors,
     dns_subdomain_errors,
     pool_name_errors,
     qualified_name_errors,
     uuid_errors,
 )
-from driver.textlimits import clip
 
 Rule = Callable[[Any, str], list[FieldError]]
 _RESULTS = "status.allocation.devices.results"

@@ -30,8 +30,8 @@ from driver.claims.errors import ClaimError, quantity_text
 from driver.claims.names import check_allocation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
+from driver.core.quantity import QuantityError, ceil_int, parse_quantity
 from driver.devices.model import Device, Inventory, Pool
-from driver.devices.quantity import QuantityError, ceil_int, parse_quantity
 
 UnitKey = tuple[str, str, str | None]  # (pool, device, shareID)
 Amounts = Mapping[str, Fraction]

@@ -55,9 +55,9 @@ from driver.claims.reserved import Reservation, reservation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.source import ClaimSource
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
+from driver.core.logcontext import log_context
+from driver.core.textlimits import clip, clip_error
 from driver.devices.model import Inventory
-from driver.observability.logs import log_context
-from driver.textlimits import clip, clip_error
 
 log = logging.getLogger(__name__)
 

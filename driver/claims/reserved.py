@@ -23,8 +23,8 @@ from typing import Any
 from driver.atomicfile import safe_child
 from driver.claims.cdi import spec_file_name
 from driver.claims.env import ENV_PREFIX, ID_LENGTH
-from driver.slices.validation.names import dns_label_errors, pool_name_errors
-from driver.textlimits import load_json, one_line
+from driver.core.textlimits import load_json, one_line
+from driver.core.validation.names import dns_label_errors, pool_name_errors
 
 MAX_SPEC_BYTES = 4 * 2**20
 MAX_SPEC_DEPTH = 32

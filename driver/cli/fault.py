@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from driver.cli.parser import OneLineParser, SubParsers
+from driver.core.validation import driver_name_errors
 from driver.devices.faults import (
     DEFAULT_FAIL_MESSAGE,
     DEFAULT_UNHEALTHY_MESSAGE,
@@ -37,7 +38,6 @@ from driver.devices.faults import (
     show,
 )
 from driver.kubelet.sockets import plugin_data_dir
-from driver.slices.validation import driver_name_errors
 
 PROG = "simdra fault"
 DESCRIPTION = (

@@ -68,7 +68,7 @@ def boolean(value: str, flag: str) -> bool:
 
 def driver_name(value: str, flag: str) -> str:
     """A DRA driver name, by the API server's rule (the one the slices are checked with)."""
-    from driver.slices.validation import driver_name_errors
+    from driver.core.validation import driver_name_errors
 
     errors = driver_name_errors(value, flag)
     if errors:

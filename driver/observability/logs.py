@@ -1,9 +1,8 @@
 """Structured logs: one line per record, as text or JSON, carrying context fields.
 
-`log_context(claim="ns/name", claim_uid=..., pool=..., device=...)` adds its fields to
-every record emitted inside it, in the same thread or task (contextvars: other threads
-never see them; nested contexts add to and override the outer ones). Fields passed as
-`extra={...}` to a single log call are added the same way.
+Context fields come from `driver.core.logcontext.log_context(claim=..., pool=...)`
+blocks around the caller (re-exported here); fields passed as `extra={...}` to a single
+log call are added the same way.
 
 Text:  `2026-01-02T03:04:05.678Z INFO driver.claims.preparer: prepared ... claim=ns/a`
        (control characters escaped, traceback lines indented: a record is one line)
@@ -19,46 +18,25 @@ Verbosity follows klog's `-v` loosely:
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from types import MappingProxyType
 from typing import Any, TextIO
 
-from driver.textlimits import escape_controls
+from driver.core.logcontext import current_context, log_context
+from driver.core.textlimits import escape_controls
+
+__all__ = ["configure_logging", "current_context", "log_context"]
 
 LOG_FORMATS = ("text", "json")
 OWN_LOGGER = "driver"  # the package every simdra logger lives under
 LIBRARY_DEBUG_VERBOSITY = 4
 
-_context: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
-    "simdra_log_context", default=MappingProxyType({})
-)
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 _CONTEXT_ATTR = "simdra_context"
 _RESERVED = ("ts", "level", "logger", "msg", "exc")
-
-
-@contextmanager
-def log_context(**fields: object) -> Iterator[None]:
-    """Add `fields` to every log record emitted inside the block (None values are left
-    out, so callers can pass what they know without checking)."""
-    added = {name: str(value) for name, value in fields.items() if value is not None}
-    token = _context.set({**_context.get(), **added})
-    try:
-        yield
-    finally:
-        _context.reset(token)
-
-
-def current_context() -> dict[str, str]:
-    """The fields `log_context` blocks around the caller have set."""
-    return dict(_context.get())
 
 
 class ContextFilter(logging.Filter):
@@ -75,7 +53,7 @@ class ContextFilter(logging.Filter):
                 for k, v in vars(record).items()
                 if k not in _STANDARD_ATTRS and not k.startswith("_")
             }
-            setattr(record, _CONTEXT_ATTR, {**_context.get(), **extra})
+            setattr(record, _CONTEXT_ATTR, {**current_context(), **extra})
         return True
 
 

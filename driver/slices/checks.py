@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from driver.core.validation import FieldError, validate_slice
 from driver.slices.desired import DesiredPool
-from driver.slices.validation import FieldError, validate_slice
 
 _DEVICE_PATH = re.compile(r"^spec\.devices\[(\d+)\]")
 _DUPLICATE_DEVICE = re.compile(r"^spec\.devices\[\d+\]$")

@@ -18,13 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from driver.devices.model import Inventory, Pool
-from driver.slices.validation import (
+from driver.core.validation import (
     MAX_COUNTER_SETS,
     MAX_DEVICES_PER_SLICE,
     MAX_DEVICES_WITH_ADVANCED_FEATURES,
     uses_advanced_features,
 )
+from driver.devices.model import Inventory, Pool
 
 JSON = dict[str, Any]
 

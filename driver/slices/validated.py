@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 
+from driver.core.validation import FieldError, validate_slice
 from driver.devices.model import Inventory
 from driver.slices import naming
 from driver.slices.checks import PoolProblem, pool_problems
 from driver.slices.desired import DesiredPool, DesiredSlice, desired_pools
 from driver.slices.diff import SliceTarget, slice_object
-from driver.slices.validation import FieldError, validate_slice
 
 # One logger for all of the publisher's lines, as before it was split by role.
 log = logging.getLogger("driver.slices.publisher")

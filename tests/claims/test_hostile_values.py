@@ -8,7 +8,7 @@ import pytest
 from driver.claims.preparer import Preparer
 from driver.claims.source import StaticClaimSource
 from driver.claims.types import ClaimRef
-from driver.textlimits import ERROR_LIMIT
+from driver.core.textlimits import ERROR_LIMIT
 
 from .builders import DRIVER, SHARE_1, claim, inventory, result
 

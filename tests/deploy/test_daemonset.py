@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 import pytest
 import yaml
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 from driver.kubelet.healthcheck import READINESS_SERVICE
 from tests.deploy.layout import CLAIM_STATUS_OVERLAYS, DEPLOYMENTS, JSON, REPO, env_of, one
 

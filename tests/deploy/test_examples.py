@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from driver.core.quantity import parse_quantity
+from driver.core.validation import validate_slice
 from driver.devices.backend import FakeBackend
 from driver.devices.loader import load_backend_class
 from driver.devices.model import Inventory
-from driver.devices.quantity import parse_quantity
 from driver.devices.registry import BACKENDS
 from driver.slices.desired import desired_pools
-from driver.slices.validation import validate_slice
 from driver.testing.allocation.builders import resource_slice
 from driver.testing.allocation.cel import DeviceView, compile_selector
 from driver.testing.allocator import AllocationError, allocate

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from driver.core.validation import validate_device
 from driver.devices.backend import BackendContext
 from driver.devices.examples.fpga import FpgaBackend
 from driver.devices.model import Device, Inventory
-from driver.slices.validation import validate_device
 from tests.devices.sysfs_trees import SysfsTree
 
 NODE = "node-a"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
-from driver.devices.quantity import QuantityError, format_quantity, parse_quantity
+from driver.core.quantity import QuantityError, format_quantity, parse_quantity
 
 API_GROUP = "simdra.dra.example.com"
 API_VERSION = f"{API_GROUP}/v1alpha1"

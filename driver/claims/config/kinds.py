@@ -17,7 +17,7 @@ from driver.claims.config.types import (
 )
 from driver.claims.config.validate import validation_problems
 from driver.claims.errors import quantity_text
-from driver.devices.quantity import ceil_int, format_quantity
+from driver.core.quantity import ceil_int, format_quantity
 
 # Env keys (after the per-device prefix, see `driver.claims.env`).
 GPU_ENV = "GPU_"

@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 from driver.claims.config.handler import API_VERSION
-from driver.devices.quantity import format_quantity
+from driver.core.quantity import format_quantity
 
 TIME_SLICING = "TimeSlicing"
 MPS = "MPS"

@@ -19,7 +19,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 from driver.testing.allocation.cel import DeviceView
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device)

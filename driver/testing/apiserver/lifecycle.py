@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from driver.slices.validation import (
+from driver.core.validation import (
     FieldError,
     dns_subdomain_errors,
     immutable_field_errors,

@@ -29,7 +29,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, CELEvalError
 
-from driver.devices.quantity import QuantityError
+from driver.core.quantity import QuantityError
 from driver.testing.allocation.cel import checks, typecheck
 from driver.testing.allocation.cel.checks import Node
 from driver.testing.allocation.cel.errors import SelectorError, UnsupportedExpression

@@ -17,7 +17,7 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from driver.devices.quantity import QuantityError
+from driver.core.quantity import QuantityError
 from driver.testing.allocation.cel.operators import equal, no_overload
 from driver.testing.allocation.cel.values import Quantity, Semver, SemverError, type_name
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from celpy import celtypes
 
-from driver.devices.quantity import QuantityError, format_quantity, parse_quantity
+from driver.core.quantity import QuantityError, format_quantity, parse_quantity
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from driver.devices.quantity import QuantityError, format_quantity, parse_quantity
+from driver.core.quantity import QuantityError, format_quantity, parse_quantity
 
 
 def quantity_or_none(value: Any) -> Fraction | None:

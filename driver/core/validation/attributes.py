@@ -7,9 +7,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from driver.slices.validation.errors import FieldError, invalid, too_long
-from driver.slices.validation.inputs import as_list, as_map
-from driver.slices.validation.limits import LIST_VALUE_KEYS, MAX_ATTRIBUTE_VALUE_LENGTH
+from driver.core.validation.errors import FieldError, invalid, too_long
+from driver.core.validation.inputs import as_list, as_map
+from driver.core.validation.limits import LIST_VALUE_KEYS, MAX_ATTRIBUTE_VALUE_LENGTH
 
 _NUM = r"(0|[1-9]\d*)"
 _PRE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"

@@ -6,23 +6,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from driver.slices.validation.counters import counter_sets_errors
-from driver.slices.validation.device import validate_device
-from driver.slices.validation.errors import (
+from driver.core.validation.counters import counter_sets_errors
+from driver.core.validation.device import validate_device
+from driver.core.validation.errors import (
     FieldError,
     duplicate_errors,
     invalid,
     required,
     too_many,
 )
-from driver.slices.validation.inputs import as_map, is_map, is_set
-from driver.slices.validation.limits import device_limit
-from driver.slices.validation.names import (
+from driver.core.validation.inputs import as_map, is_map, is_set
+from driver.core.validation.limits import device_limit
+from driver.core.validation.names import (
     dns_subdomain_errors,
     driver_name_errors,
     pool_name_errors,
 )
-from driver.slices.validation.node_selection import slice_node_selection_errors
+from driver.core.validation.node_selection import slice_node_selection_errors
 
 
 def validate_slice(slice_obj: Mapping[str, Any]) -> list[FieldError]:

@@ -20,10 +20,10 @@ Modules, from the whole object down:
 - `errors`: FieldError and its constructors; `inputs`: safe readers of malformed JSON.
 """
 
-from driver.slices.validation.capacity import request_policy_errors
-from driver.slices.validation.counters import validate_counter_set
-from driver.slices.validation.device import validate_device
-from driver.slices.validation.errors import (
+from driver.core.validation.capacity import request_policy_errors
+from driver.core.validation.counters import validate_counter_set
+from driver.core.validation.device import validate_device
+from driver.core.validation.errors import (
     FieldError,
     duplicate,
     forbidden,
@@ -33,7 +33,7 @@ from driver.slices.validation.errors import (
     too_long,
     too_many,
 )
-from driver.slices.validation.limits import (
+from driver.core.validation.limits import (
     MAX_ATTRIBUTE_VALUE_LENGTH,
     MAX_ATTRIBUTE_VALUES,
     MAX_ATTRIBUTES_AND_CAPACITIES,
@@ -51,7 +51,7 @@ from driver.slices.validation.limits import (
     device_limit,
     uses_advanced_features,
 )
-from driver.slices.validation.names import (
+from driver.core.validation.names import (
     dns_label_errors,
     dns_subdomain_errors,
     driver_name_errors,
@@ -59,14 +59,14 @@ from driver.slices.validation.names import (
     pool_name_errors,
     qualified_name_errors,
 )
-from driver.slices.validation.node_selection import NODE_SELECTOR_OPERATORS, node_selector_errors
-from driver.slices.validation.slice import (
+from driver.core.validation.node_selection import NODE_SELECTOR_OPERATORS, node_selector_errors
+from driver.core.validation.slice import (
     immutable_field_errors,
     validate_slice,
     validate_slice_spec,
     validate_slice_update,
 )
-from driver.slices.validation.taints import TAINT_EFFECTS
+from driver.core.validation.taints import TAINT_EFFECTS
 
 __all__ = [
     "MAX_ATTRIBUTES_AND_CAPACITIES",

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from driver.slices.validation.errors import (
+from driver.core.validation.errors import (
     FieldError,
     invalid,
     not_supported,
     required,
     too_many,
 )
-from driver.slices.validation.inputs import as_map
-from driver.slices.validation.limits import MAX_TAINTS_PER_DEVICE
-from driver.slices.validation.names import label_name_errors, label_value_errors
+from driver.core.validation.inputs import as_map
+from driver.core.validation.limits import MAX_TAINTS_PER_DEVICE
+from driver.core.validation.names import label_name_errors, label_value_errors
 
 TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
 

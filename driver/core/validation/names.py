@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from driver.slices.validation.errors import FieldError, invalid, required, too_long
-from driver.slices.validation.limits import (
+from driver.core.validation.errors import FieldError, invalid, required, too_long
+from driver.core.validation.limits import (
     MAX_C_IDENTIFIER_LENGTH,
     MAX_DRIVER_NAME_LENGTH,
     MAX_POOL_NAME_LENGTH,

@@ -6,20 +6,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from driver.slices.validation.errors import (
+from driver.core.validation.errors import (
     FieldError,
     duplicate_errors,
     invalid,
     required,
     too_many,
 )
-from driver.slices.validation.inputs import as_map, is_map, quantity_or_none
-from driver.slices.validation.limits import (
+from driver.core.validation.inputs import as_map, is_map, quantity_or_none
+from driver.core.validation.limits import (
     MAX_CONSUMES_COUNTERS,
     MAX_COUNTER_SETS,
     MAX_COUNTERS_PER_SET,
 )
-from driver.slices.validation.names import dns_label_errors
+from driver.core.validation.names import dns_label_errors
 
 
 def counter_sets_errors(counter_sets: Any, path: str) -> list[FieldError]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from driver.slices.validation.errors import FieldError, duplicate_errors, invalid, too_many
-from driver.slices.validation.inputs import as_list
-from driver.slices.validation.limits import MAX_BINDING_CONDITIONS
-from driver.slices.validation.names import label_name_errors
+from driver.core.validation.errors import FieldError, duplicate_errors, invalid, too_many
+from driver.core.validation.inputs import as_list
+from driver.core.validation.limits import MAX_BINDING_CONDITIONS
+from driver.core.validation.names import label_name_errors
 
 
 def binding_condition_errors(device: Mapping[str, Any], path: str) -> list[FieldError]:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from driver.devices.quantity import ceil_int
-from driver.slices.validation.errors import (
+from driver.core.quantity import ceil_int
+from driver.core.validation.errors import (
     FieldError,
     duplicate,
     forbidden,
@@ -20,8 +20,8 @@ from driver.slices.validation.errors import (
     required,
     too_many,
 )
-from driver.slices.validation.inputs import as_map, is_map, quantity_or_none, quantity_text
-from driver.slices.validation.limits import MAX_VALID_VALUES
+from driver.core.validation.inputs import as_map, is_map, quantity_or_none, quantity_text
+from driver.core.validation.limits import MAX_VALID_VALUES
 
 
 def capacity_errors(entry: Any, multi: bool, path: str) -> list[FieldError]:

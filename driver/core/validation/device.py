@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from driver.slices.validation.attributes import attribute_errors, attribute_value_count
-from driver.slices.validation.binding_conditions import binding_condition_errors
-from driver.slices.validation.capacity import capacity_errors
-from driver.slices.validation.counters import consumption_errors
-from driver.slices.validation.errors import FieldError, invalid
-from driver.slices.validation.inputs import as_map, is_map
-from driver.slices.validation.limits import MAX_ATTRIBUTE_VALUES, MAX_ATTRIBUTES_AND_CAPACITIES
-from driver.slices.validation.names import dns_label_errors, qualified_name_errors
-from driver.slices.validation.node_selection import device_node_selection_errors
-from driver.slices.validation.taints import taints_errors
+from driver.core.validation.attributes import attribute_errors, attribute_value_count
+from driver.core.validation.binding_conditions import binding_condition_errors
+from driver.core.validation.capacity import capacity_errors
+from driver.core.validation.counters import consumption_errors
+from driver.core.validation.errors import FieldError, invalid
+from driver.core.validation.inputs import as_map, is_map
+from driver.core.validation.limits import MAX_ATTRIBUTE_VALUES, MAX_ATTRIBUTES_AND_CAPACITIES
+from driver.core.validation.names import dns_label_errors, qualified_name_errors
+from driver.core.validation.node_selection import device_node_selection_errors
+from driver.core.validation.taints import taints_errors
 
 
 def validate_device(

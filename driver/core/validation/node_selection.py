@@ -8,15 +8,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from driver.slices.validation.errors import (
+from driver.core.validation.errors import (
     FieldError,
     forbidden,
     invalid,
     not_supported,
     required,
 )
-from driver.slices.validation.inputs import as_list, as_map
-from driver.slices.validation.names import dns_subdomain_errors, label_name_errors
+from driver.core.validation.inputs import as_list, as_map
+from driver.core.validation.names import dns_subdomain_errors, label_name_errors
 
 NODE_SELECTOR_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from driver.slices.validation.inputs import as_map, is_map
+from driver.core.validation.inputs import as_map, is_map
 
 MAX_DEVICES_PER_SLICE = 128
 MAX_DEVICES_WITH_ADVANCED_FEATURES = 64  # any device with taints, counters or list attributes
