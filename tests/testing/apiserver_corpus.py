@@ -203,6 +203,10 @@ def _gpu_pair() -> list[JSON]:
     return [_request("a"), _request("b")]
 
 
+_TYPE_ERRORS = (
+    "the stand-in reports a value of the wrong JSON type as 422 Invalid naming the field; "
+    "a real server fails to decode the body: 400 BadRequest"
+)
 _QUALIFIED = "dra.example.com/model"
 _GOOD_CEL = 'device.attributes["dra.example.com"].model == "x"'
 
@@ -318,6 +322,12 @@ def _cases() -> list[Case]:
         Case(
             "slice: bad capacity quantity",
             lambda: _slice(devices=[_device(capacity={"memory": {"value": "lots"}})]),
+        ),
+        Case(
+            "slice: generation not a number",
+            lambda: _slice(pool={"name": "p", "generation": "one", "resourceSliceCount": 1}),
+            stand_in=Verdict(422, ("spec.pool.generation",)),
+            why=_TYPE_ERRORS,
         ),
         Case(
             "slice: unknown field",
@@ -618,6 +628,12 @@ def _claim_cases() -> list[Case]:
         Case("claim: config bad driver", lambda: _claim(config=[_opaque("Bad Driver")])),
         Case("claim: config parameters a string", lambda: _claim(config=[_opaque(parameters="x")])),
         Case("claim: 33 configs", lambda: _claim(config=[_opaque()] * 33)),
+        Case(
+            "claim: count not a number",
+            lambda: _claim(_request(count="two")),
+            stand_in=Verdict(422, ("spec.devices.requests[0].exactly.count",)),
+            why=_TYPE_ERRORS,
+        ),
     ]
 
 

@@ -47,7 +47,7 @@ def claim_spec_errors(spec: Any, path: str = "spec") -> list[FieldError]:
     if not isinstance(devices, dict):
         return []
     path = f"{path}.devices"
-    requests = [r for r in devices.get("requests") or [] if isinstance(r, dict)]
+    requests = devices.get("requests") or []
     names = _request_names(requests)
     errors = _sized_set(requests, MAX_REQUESTS, _request_errors, _name, f"{path}.requests")
     errors += _sized(
@@ -65,20 +65,21 @@ def claim_spec_errors(spec: Any, path: str = "spec") -> list[FieldError]:
     return errors
 
 
-def _name(item: JSON) -> Any:
-    return item.get("name")
+def _name(item: Any) -> Any:
+    return item.get("name") if isinstance(item, dict) else None
 
 
 def _sized(
     items: list[Any], limit: int, check: Callable[[Any, str], list[FieldError]], path: str
 ) -> list[FieldError]:
     """Each item's errors, or only `Too many` when the list is over its limit (as the
-    server does, to spend nothing on an oversized list)."""
+    server does, to spend nothing on an oversized list). The schema check has made sure
+    of each item's shape."""
     if len(items) > limit:
         return [too_many(path, len(items), limit)]
     errors: list[FieldError] = []
     for i, item in enumerate(items):
-        errors += check(item if isinstance(item, dict) else {}, f"{path}[{i}]")
+        errors += check(item, f"{path}[{i}]")
     return errors
 
 
@@ -104,7 +105,7 @@ def _sized_set(
 
 def _request_names(requests: list[JSON]) -> RequestNames:
     names: RequestNames = {}
-    for request in requests:
+    for request in (r for r in requests if isinstance(r, dict)):
         subs = [s for s in request.get("firstAvailable") or [] if isinstance(s, dict)]
         names[str(request.get("name"))] = {str(s.get("name")) for s in subs} if subs else None
     return names
@@ -204,17 +205,13 @@ def toleration_errors(toleration: JSON, path: str) -> list[FieldError]:
 
 def _reference_errors(names: RequestNames, refs: Any, path: str) -> list[FieldError]:
     """A list of `request` or `request/subrequest` names: each known, none twice."""
-    refs = list(refs or [])
-    if len(refs) > MAX_REQUESTS:
-        return [too_many(path, len(refs), MAX_REQUESTS)]
-    errors: list[FieldError] = []
-    seen: set[str] = set()
-    for i, ref in enumerate(refs):
-        errors += _reference_error(names, ref, f"{path}[{i}]")
-        if ref in seen:
-            errors.append(duplicate(f"{path}[{i}]", ref))
-        seen.add(ref)
-    return errors
+    return _sized_set(
+        list(refs or []),
+        MAX_REQUESTS,
+        lambda ref, where: _reference_error(names, ref, where),
+        str,
+        path,
+    )
 
 
 def _reference_error(names: RequestNames, ref: Any, path: str) -> list[FieldError]:

@@ -1,0 +1,75 @@
+"""The stand-in's static CEL type check refuses what kube-apiserver 1.36.3 refused for
+its types, and lets through what it accepted (each verdict was asked of a real server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from driver.testing.apiserver.validation.celtypes import BOOL, DYN, TypeCheckError, result_type
+
+ATTR = 'device.attributes["d"]'
+CAP = 'device.capacity["d"]'
+
+ACCEPTED = [
+    f"has({ATTR}.a)",
+    f"!has({ATTR}.a)",
+    f'{ATTR}.model.matches("^a.*")',
+    f'{ATTR}.model.startsWith("a")',
+    f"size({ATTR}) > 0",
+    f'{CAP}.mem.isGreaterThan(quantity("1Gi"))',
+    f'{ATTR}.v.isGreaterThan(semver("1.0.0"))',
+    '"x" in device.attributes',
+    f'"x" in {ATTR}',
+    'device.attributes.exists(k, k == "x")',
+    "[1, 2].all(x, x > 0)",
+    '{"a": 1}["a"] == 1',
+    f'{ATTR}["model"] == "x"',
+    f"{ATTR}.model == 1 || true",
+    'device.driver == "a" ? true : false',
+    f'cel.bind(m, {ATTR}, m.model == "x")',
+    'device.driver + "x" == "y"',
+    "1 < 2.0",
+    f"{ATTR}.model.foo == 1",
+    "device.allowMultipleAllocations",
+    'device.driver in ["a", "b"]',
+    f"{ATTR}.model",
+    f'{ATTR}.model.lowerAscii() == "x"',
+    f"{CAP}.mem.asApproximateFloat() > 1.0",
+    f"int({ATTR}.idx) > 2",
+    f"-{ATTR}.idx < 0",
+    "device.driver.size() > 3",
+]
+REFUSED = [
+    f"{CAP}.mem",  # a quantity
+    f'{CAP}.mem.compareTo(quantity("1"))',  # an int
+    'device.driver == "a" ? 1 : 2',
+    "device.driver",
+    "1 == 1.0",
+    "device.driver.x == 1",
+    "device.colour == 1",
+    "x.exists(y, y)",
+    'device.allowMultipleAllocations == "true"',
+    'device.driver in "abc"',
+    'quantity("1") < quantity("2")',
+    "true && device.driver",
+]
+
+
+@pytest.mark.parametrize("expression", ACCEPTED)
+def test_accepted_by_the_real_server(expression: str) -> None:
+    assert result_type(expression) in (BOOL, DYN)
+
+
+@pytest.mark.parametrize("expression", REFUSED)
+def test_refused_by_the_real_server(expression: str) -> None:
+    try:
+        kind = result_type(expression)
+    except TypeCheckError:
+        return
+    assert kind not in (BOOL, DYN)
+
+
+def test_error_names_the_position_of_the_unknown_field() -> None:
+    with pytest.raises(TypeCheckError, match="undefined field 'colour'") as error:
+        result_type("device.colour == 1")
+    assert error.value.pos == 7
