@@ -371,6 +371,11 @@ def _class_cases() -> list[Case]:
             lambda: _class('device.allowMultipleAllocations == "true"'),
         ),
         Case("class: CEL in on a string", lambda: _class('device.driver in "abc"')),
+        Case("class: CEL quantity of an int", lambda: _class('quantity(1) == quantity("1")')),
+        Case(
+            "class: CEL iterates an attribute",
+            lambda: _class('device.attributes["dra.example.com"].ids.exists(i, i > 1)'),
+        ),
         Case("class: CEL ternary to int", lambda: _class('device.driver == "a" ? 1 : 2')),
         Case(
             "class: CEL quantity result",

@@ -29,6 +29,8 @@ BOOL, INT, UINT, DOUBLE, STRING, BYTES, NULL = (
     "null",
 )
 LIST, MAP, QUANTITY, SEMVER, DYN, DEVICE = "list", "map", "quantity", "semver", "dyn", "device"
+# An attribute's value: like dyn for operators, but not a list or map to iterate over.
+ANY = "google.protobuf.Any"
 ATTRS = "map(string, map(string, google.protobuf.Any))"
 DOMAIN = "map(string, google.protobuf.Any)"
 CAPS = "map(string, map(string, quantity))"
@@ -40,7 +42,7 @@ DEVICE_FIELDS = {
     "capacity": CAPS,
     "allowMultipleAllocations": BOOL,
 }
-_MAP_VALUE = {ATTRS: DOMAIN, DOMAIN: DYN, CAPS: CAPDOMAIN, CAPDOMAIN: QUANTITY, MAP: DYN}
+_MAP_VALUE = {ATTRS: DOMAIN, DOMAIN: ANY, CAPS: CAPDOMAIN, CAPDOMAIN: QUANTITY, MAP: DYN}
 _NUMERIC = {INT, UINT, DOUBLE}
 # Types that can only be compared with their own kind (numbers compare across kinds).
 _GROUP = {INT: "number", UINT: "number", DOUBLE: "number"}
@@ -58,6 +60,14 @@ _FUNCTIONS = {
     "bool": BOOL,
     "bytes": BYTES,
     "matches": BOOL,
+}
+# Argument types of functions and methods that have only these overloads.
+_FUNCTION_ARGS = {"quantity": STRING, "semver": STRING, "isQuantity": STRING, "isSemver": STRING}
+_STRING_ARGS = {"startsWith", "endsWith", "matches"}  # on a string, or on a dyn value
+_METHOD_ARGS = {
+    QUANTITY: {"isGreaterThan": QUANTITY, "isLessThan": QUANTITY, "compareTo": QUANTITY},
+    SEMVER: {"isGreaterThan": SEMVER, "isLessThan": SEMVER, "compareTo": SEMVER},
+    STRING: {name: STRING for name in (*_STRING_ARGS, "contains")},
 }
 _METHODS = {
     STRING: {
@@ -156,7 +166,7 @@ def _number_type(text: str) -> str:
 
 
 def _known(t: str) -> bool:
-    return t != DYN
+    return t not in (DYN, ANY)
 
 
 class _Checker:
@@ -268,9 +278,16 @@ class _Checker:
 
     def method(self, target: str, name: _Tok) -> str:
         if name.text in _MACROS:
+            if target == ANY:
+                raise TypeCheckError(
+                    f"expression of type '{ANY}' cannot be range of a comprehension "
+                    "(must be list, map, or dynamic)",
+                    name.pos,
+                )
             self.macro_args()
             return _MACROS[name.text]
-        self.args()
+        args = self.args()
+        _check_arguments(f"{target}.{name.text}", args, _method_arg(target, name.text), name.pos)
         if target in (BOOL, INT, UINT, DOUBLE, NULL, DEVICE) or target in _MAP_VALUE:
             return DYN  # methods on these are rare and not typed here
         return _METHODS.get(target, {}).get(name.text, DYN)
@@ -340,7 +357,8 @@ class _Checker:
             if tok.text == "has":
                 self.args()
                 return BOOL
-            self.args()
+            args = self.args()
+            _check_arguments(tok.text, args, _FUNCTION_ARGS.get(tok.text), tok.pos)
             return _FUNCTIONS.get(tok.text, DYN)
         ahead = self.toks[self.i : self.i + 3]
         dotted = [t.text for t in ahead][::2] == [".", "("] and ahead[1].kind == "ident"
@@ -363,6 +381,18 @@ class _Checker:
                 break
         del self.scope[len(self.scope) - len(bound) :]
         return DYN
+
+
+def _method_arg(target: str, method: str) -> str | None:
+    """The one argument type `target.method(...)` takes, None when not known here."""
+    if target in (DYN, ANY):
+        return STRING if method in _STRING_ARGS else None
+    return _METHOD_ARGS.get(target, {}).get(method)
+
+
+def _check_arguments(function: str, args: list[str], wanted: str | None, pos: int) -> None:
+    if wanted is not None and len(args) == 1 and _known(args[0]) and args[0] != wanted:
+        raise _overload(function, args, pos)
 
 
 def _overload(op: str, types: list[str], pos: int) -> TypeCheckError:

@@ -8,7 +8,13 @@ from typing import Any
 
 from driver.slices.validation import FieldError, invalid, required, too_long, too_many
 from driver.testing.allocation.cel import UnsupportedExpression, compile_selector
-from driver.testing.apiserver.validation.celtypes import BOOL, DYN, TypeCheckError, result_type
+from driver.testing.apiserver.validation.celtypes import (
+    ANY,
+    BOOL,
+    DYN,
+    TypeCheckError,
+    result_type,
+)
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 MAX_SELECTORS = 32
@@ -27,7 +33,7 @@ def expression_errors(expression: Any, path: str) -> list[FieldError]:
         kind = result_type(text)
     except TypeCheckError as error:
         return [invalid(path, text, f"compilation failed: ERROR: <input>:1:{error.pos}: {error}")]
-    if kind not in (BOOL, DYN):
+    if kind not in (BOOL, DYN, ANY):
         return [invalid(path, text, f"must evaluate to bool or the unknown type, not {kind}")]
     return []
 
