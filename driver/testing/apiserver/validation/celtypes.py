@@ -15,6 +15,7 @@ applied to two known types that do not fit, and a known non-bool result.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Types are plain names. Maps of the device: ATTRS = device.attributes (domain -> name ->
@@ -124,7 +125,8 @@ _TOKEN = re.compile(
 
 
 class TypeCheckError(ValueError):
-    """The expression surely fails the API server's CEL type check."""
+    """The expression surely fails the API server's CEL type check; `pos` is the offset
+    of the token the server points at."""
 
     def __init__(self, message: str, pos: int) -> None:
         super().__init__(message)
@@ -176,6 +178,9 @@ class _Checker:
         self.toks = _tokens(expression)
         self.i = 0
         self.scope: list[str] = []
+        # Where the server locates the expression parsed last (its operator, '.', '[' or
+        # '(', else its first token): the place its errors point at.
+        self.loc = 0
 
     @property
     def tok(self) -> _Tok:
@@ -198,27 +203,32 @@ class _Checker:
         return result
 
     def expr(self) -> str:
-        start = self.tok.pos
         cond = self.or_expr()
-        if not self.take("?"):
+        if not (mark := self.take("?")):
             return cond
-        _need(cond, BOOL, "_?_:_", start)
+        _need(cond, BOOL, "_?_:_", mark.pos)
         yes = self.expr()
         self.expect(":")
         no = self.expr()
+        self.loc = mark.pos
         return yes if yes == no else DYN
 
     def or_expr(self) -> str:
-        left = self.and_expr()
-        while op := self.take("||"):
-            left = _logical(left, self.and_expr(), "_||_", op.pos)
-        return left
+        return self.logical("||", self.and_expr)
 
     def and_expr(self) -> str:
-        left = self.relation()
-        while op := self.take("&&"):
-            left = _logical(left, self.relation(), "_&&_", op.pos)
-        return left
+        return self.logical("&&", self.relation)
+
+    def logical(self, op: str, operand: Callable[[], str]) -> str:
+        """`a && b && ...` (or `||`): every operand must be a bool."""
+        left = operand()
+        if self.tok.text != op:
+            return left
+        _expect_bool(left, self.loc)
+        while mark := self.take(op):
+            _expect_bool(operand(), self.loc)
+            self.loc = mark.pos
+        return BOOL
 
     def relation(self) -> str:
         left = self.additive()
@@ -227,6 +237,7 @@ class _Checker:
             self.i += 1
             right = self.additive()
             left = _relate(op.text, left, right, op.pos)
+            self.loc = op.pos
         return left
 
     def additive(self) -> str:
@@ -235,6 +246,7 @@ class _Checker:
             op = self.tok
             self.i += 1
             left = _arith(op.text, left, self.multiplicative(), op.pos)
+            self.loc = op.pos
         return left
 
     def multiplicative(self) -> str:
@@ -243,51 +255,62 @@ class _Checker:
             op = self.tok
             self.i += 1
             left = _arith(op.text, left, self.unary(), op.pos)
+            self.loc = op.pos
         return left
 
     def unary(self) -> str:
         if op := self.take("!"):
             operand = self.unary()
             _need(operand, BOOL, "!_", op.pos)
+            self.loc = op.pos
             return BOOL
         if op := self.take("-"):
             operand = self.unary()
             if _known(operand) and operand not in (INT, DOUBLE):
                 raise _overload("-_", [operand], op.pos)
+            self.loc = op.pos
             return operand
         return self.member()
 
     def member(self) -> str:
         current = self.primary()
+        anchor = self.loc
         while True:
-            if self.take("."):
+            if dot := self.take("."):
                 name = self.tok
                 if name.kind != "ident":
                     raise _GiveUp
                 self.i += 1
                 if self.tok.text == "(":
-                    current = self.method(current, name)
+                    call = self.tok.pos
+                    current = self.method(current, name, anchor)
+                    anchor = call
                 else:
-                    current = _select(current, name)
-            elif self.take("["):
+                    current = _select(current, name.text, dot.pos)
+                    anchor = dot.pos
+            elif bracket := self.take("["):
+                anchor = bracket.pos
                 self.expr()
                 self.expect("]")
                 current = _MAP_VALUE.get(current, DYN)
             else:
+                self.loc = anchor
                 return current
 
-    def method(self, target: str, name: _Tok) -> str:
+    def method(self, target: str, name: _Tok, anchor: int) -> str:
         if name.text in _MACROS:
             if target == ANY:
                 raise TypeCheckError(
-                    f"expression of type '{ANY}' cannot be range of a comprehension "
+                    f"expression of type '{_shown(ANY)}' cannot be range of a comprehension "
                     "(must be list, map, or dynamic)",
-                    name.pos,
+                    anchor,
                 )
             self.macro_args()
             return _MACROS[name.text]
+        call = self.tok.pos
         args = self.args()
-        _check_arguments(f"{target}.{name.text}", args, _method_arg(target, name.text), name.pos)
+        wanted = _method_arg(target, name.text)
+        _check_arguments(name.text, args, wanted, call, receiver=target)
         if target in (BOOL, INT, UINT, DOUBLE, NULL, DEVICE) or target in _MAP_VALUE:
             return DYN  # methods on these are rare and not typed here
         return _METHODS.get(target, {}).get(name.text, DYN)
@@ -316,6 +339,17 @@ class _Checker:
 
     def primary(self) -> str:
         tok = self.tok
+        kind = self.literal_or_group(tok)
+        if tok.text != "(":
+            self.loc = tok.pos  # a parenthesized expression keeps its inner location
+        if kind is not None:
+            return kind
+        if tok.kind == "ident":
+            self.i += 1
+            return self.identifier(tok)
+        raise _GiveUp
+
+    def literal_or_group(self, tok: _Tok) -> str | None:
         if tok.kind == "string":
             self.i += 1
             return BYTES if tok.text[:2].lower() in ("b'", 'b"', "rb", "br") else STRING
@@ -332,10 +366,7 @@ class _Checker:
         if self.take("{"):
             self.items("}")
             return MAP
-        if tok.kind == "ident":
-            self.i += 1
-            return self.identifier(tok)
-        raise _GiveUp
+        return None
 
     def items(self, close: str) -> None:
         while not self.take(close):
@@ -354,11 +385,12 @@ class _Checker:
         if tok.text == "device" or tok.text in self.scope:
             return DEVICE if tok.text == "device" else DYN
         if self.tok.text == "(":
-            if tok.text == "has":
-                self.args()
-                return BOOL
+            call = self.tok.pos
             args = self.args()
-            _check_arguments(tok.text, args, _FUNCTION_ARGS.get(tok.text), tok.pos)
+            self.loc = call
+            if tok.text == "has":
+                return BOOL
+            _check_arguments(tok.text, args, _FUNCTION_ARGS.get(tok.text), call)
             return _FUNCTIONS.get(tok.text, DYN)
         ahead = self.toks[self.i : self.i + 3]
         dotted = [t.text for t in ahead][::2] == [".", "("] and ahead[1].kind == "ident"
@@ -390,14 +422,25 @@ def _method_arg(target: str, method: str) -> str | None:
     return _METHOD_ARGS.get(target, {}).get(method)
 
 
-def _check_arguments(function: str, args: list[str], wanted: str | None, pos: int) -> None:
+def _check_arguments(
+    function: str, args: list[str], wanted: str | None, pos: int, receiver: str = ""
+) -> None:
     if wanted is not None and len(args) == 1 and _known(args[0]) and args[0] != wanted:
-        raise _overload(function, args, pos)
+        raise _overload(function, args, pos, receiver)
 
 
-def _overload(op: str, types: list[str], pos: int) -> TypeCheckError:
-    shown = ", ".join(types)
-    return TypeCheckError(f"found no matching overload for '{op}' applied to '({shown})'", pos)
+# How the server's messages name some types.
+_SHOWN = {QUANTITY: "kubernetes.Quantity", SEMVER: "kubernetes.Semver", ANY: "any"}
+
+
+def _shown(kind: str) -> str:
+    return _SHOWN.get(kind, kind)
+
+
+def _overload(op: str, types: list[str], pos: int, receiver: str = "") -> TypeCheckError:
+    shown = ", ".join(_shown(t) for t in types)
+    on = f"{_shown(receiver)}." if receiver else ""
+    return TypeCheckError(f"found no matching overload for '{op}' applied to '{on}({shown})'", pos)
 
 
 def _need(actual: str, wanted: str, op: str, pos: int) -> None:
@@ -405,10 +448,10 @@ def _need(actual: str, wanted: str, op: str, pos: int) -> None:
         raise _overload(op, [actual], pos)
 
 
-def _logical(left: str, right: str, op: str, pos: int) -> str:
-    if (_known(left) and left != BOOL) or (_known(right) and right != BOOL):
-        raise _overload(op, [left, right], pos)
-    return BOOL
+def _expect_bool(kind: str, pos: int) -> None:
+    """An operand of `&&` or `||`: a bool, or not known before run time."""
+    if _known(kind) and kind != BOOL:
+        raise TypeCheckError(f"expected type 'bool' but found '{_shown(kind)}'", pos)
 
 
 def _relate(op: str, left: str, right: str, pos: int) -> str:
@@ -441,16 +484,21 @@ def _arith(op: str, left: str, right: str, pos: int) -> str:
     return left
 
 
-def _select(target: str, name: _Tok) -> str:
+def _select(target: str, name: str, dot: int) -> str:
     if target == DEVICE:
-        if name.text not in DEVICE_FIELDS:
-            raise TypeCheckError(f"undefined field '{name.text}'", name.pos)
-        return DEVICE_FIELDS[name.text]
+        if name not in DEVICE_FIELDS:
+            raise TypeCheckError(f"undefined field '{name}'", dot)
+        return DEVICE_FIELDS[name]
     if target in _MAP_VALUE:
         return _MAP_VALUE[target]
     if target in (BOOL, INT, UINT, DOUBLE, STRING, BYTES, NULL, LIST, QUANTITY, SEMVER):
-        raise TypeCheckError(f"type '{target}' does not support field selection", name.pos)
+        raise TypeCheckError(f"type '{_shown(target)}' does not support field selection", dot)
     return DYN
+
+
+def shown(kind: str) -> str:
+    """A type as the server's messages name it (`kubernetes.Quantity` for a quantity)."""
+    return _shown(kind)
 
 
 def result_type(expression: str) -> str:

@@ -14,6 +14,7 @@ from driver.testing.apiserver.validation.celtypes import (
     DYN,
     TypeCheckError,
     result_type,
+    shown,
 )
 
 MAX_EXPRESSION_BYTES = 10 * 1024
@@ -21,21 +22,35 @@ MAX_SELECTORS = 32
 
 
 def expression_errors(expression: Any, path: str) -> list[FieldError]:
-    """Why the API server would refuse this selector expression ([] when it compiles)."""
+    """Why the API server would refuse this selector expression ([] when it compiles).
+
+    The type check comes first: for an expression it follows (and so parses), its verdict
+    is the server's; only then may the CEL compiler refuse what it does not parse.
+    """
     text = expression if isinstance(expression, str) else ""
     if len(text.encode()) > MAX_EXPRESSION_BYTES:
         return [too_long(path, MAX_EXPRESSION_BYTES)]  # the server does not compile it
     try:
+        kind = result_type(text)
+    except TypeCheckError as error:
+        return [invalid(path, text, f"compilation failed: {_located(text, error)}")]
+    if kind not in (BOOL, DYN, ANY):
+        detail = f"must evaluate to bool or the unknown type, not {shown(kind)}"
+        return [invalid(path, text, detail)]
+    try:
         compile_selector(text)
     except UnsupportedExpression as error:
         return [invalid(path, text, f"compilation failed: {error}")]
-    try:
-        kind = result_type(text)
-    except TypeCheckError as error:
-        return [invalid(path, text, f"compilation failed: ERROR: <input>:1:{error.pos}: {error}")]
-    if kind not in (BOOL, DYN, ANY):
-        return [invalid(path, text, f"must evaluate to bool or the unknown type, not {kind}")]
     return []
+
+
+def _located(text: str, error: TypeCheckError) -> str:
+    """The error as CEL prints it: line and column, the line, a caret under the place."""
+    line_start = text.rfind("\n", 0, error.pos) + 1
+    line_end = text.find("\n", error.pos)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    row, column = text.count("\n", 0, error.pos) + 1, error.pos - line_start
+    return f"ERROR: <input>:{row}:{column + 1}: {error}\n | {line}\n | {'.' * column}^"
 
 
 def selector_list_errors(selectors: Any, path: str, stored: bool = False) -> list[FieldError]:
