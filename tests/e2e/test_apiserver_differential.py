@@ -1,140 +1,46 @@
 """Our API stand-in and the real kube-apiserver agree on a corpus of valid and invalid
-ResourceSlices, ResourceClaims and DeviceClasses: the same accept/reject, and for a
-rejection the same field paths. The real server gets every write as a dry run, the
-stand-in (a fresh one) for real; both with strict field validation."""
+ResourceSlices, ResourceClaims, ResourceClaimTemplates and DeviceClasses: the same
+accept/reject, the same status for a rejection and, for a 422, the same field paths. The
+real server gets every write as a dry run, the stand-in (a fresh one) for real; both with
+strict field validation.
+
+The corpus and the real server's recorded verdicts live in
+`tests/testing/apiserver_corpus.py`; the fast suite checks the stand-in against the
+recording. Here the live server is asked again, so a recording that went stale fails too.
+Re-record after a deliberate change (e.g. a new Kubernetes version) with
+`python -m tests.e2e.test_apiserver_differential --record` (SIMDRA_E2E_BIN as for e2e).
+"""
 
 from __future__ import annotations
 
-import copy
 import json
+import os
 import ssl
+import sys
+import tempfile
 import urllib.error
 import urllib.request
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from driver.testing.apiserver import APIServer
+from tests.testing.apiserver_corpus import (
+    CORPUS,
+    PATHS,
+    Verdict,
+    body_of,
+    disagreement,
+    load_verdicts,
+    save_verdicts,
+    verdict_of,
+)
 
 from .controlplane import ADMIN_TOKEN, ControlPlane
 
 JSON = dict[str, Any]
-PATHS = {
-    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
-    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
-    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
-}
-
-
-def _slice(**spec: Any) -> JSON:
-    base: JSON = {
-        "driver": "dra.example.com", "nodeName": "e2e-gpu",
-        "pool": {"name": "pool-a", "generation": 1, "resourceSliceCount": 1},
-        "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"}},
-                     "capacity": {"memory": {"value": "80Gi"}}}],
-    }
-    base.update(spec)
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": "s"}, "spec": base}
-
-
-def _device(**fields: Any) -> JSON:
-    device: JSON = {"name": "gpu-0", "attributes": {"type": {"string": "gpu"}}}
-    device.update(fields)
-    return device
-
-
-def _class(expression: str = 'device.driver == "dra.example.com"', name: str = "c") -> JSON:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": expression}}]}}
-
-
-def _claim(*requests: JSON) -> JSON:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": "c", "namespace": "default"},
-            "spec": {"devices": {"requests": list(requests) or [
-                {"name": "gpu", "exactly": {"deviceClassName": "gpu.dra.example.com"}}]}}}
-
-
-def _request(name: str = "gpu", **exactly: Any) -> JSON:
-    return {"name": name, "exactly": {"deviceClassName": "gpu.dra.example.com", **exactly}}
-
-
-def _shared_nic(policy: JSON) -> JSON:
-    return _device(name="nic-0", allowMultipleAllocations=True,
-                   capacity={"bandwidth": {"value": "10G", "requestPolicy": policy}})
-
-
-CORPUS: dict[str, Callable[[], JSON]] = {
-    "slice: valid": lambda: _slice(),
-    "slice: device name not a DNS label": lambda: _slice(devices=[_device(name="GPU_0")]),
-    "slice: no driver": lambda: _slice(driver=""),
-    "slice: bad driver name": lambda: _slice(driver="Not A Domain"),
-    "slice: bad pool name": lambda: _slice(
-        pool={"name": "Pool!", "generation": 1, "resourceSliceCount": 1}),
-    "slice: zero resourceSliceCount": lambda: _slice(
-        pool={"name": "p", "generation": 1, "resourceSliceCount": 0}),
-    "slice: negative generation": lambda: _slice(
-        pool={"name": "p", "generation": -1, "resourceSliceCount": 1}),
-    "slice: nodeName and allNodes": lambda: _slice(allNodes=True),
-    "slice: no node selection": lambda: _slice(nodeName=None),
-    "slice: duplicate device names": lambda: _slice(devices=[_device(), _device()]),
-    "slice: 129 devices": lambda: _slice(
-        devices=[_device(name=f"d-{i}") for i in range(129)]),
-    "slice: attribute with two values": lambda: _slice(devices=[_device(
-        attributes={"type": {"string": "gpu", "int": 1}})]),
-    "slice: attribute with no value": lambda: _slice(devices=[_device(attributes={"x": {}})]),
-    "slice: bad version attribute": lambda: _slice(devices=[_device(
-        attributes={"v": {"version": "1.0"}})]),
-    "slice: bad attribute name": lambda: _slice(devices=[_device(
-        attributes={"bad name": {"string": "x"}})]),
-    "slice: string attribute too long": lambda: _slice(devices=[_device(
-        attributes={"s": {"string": "x" * 65}})]),
-    "slice: taint with bad effect": lambda: _slice(devices=[_device(
-        taints=[{"key": "k", "value": "v", "effect": "Sometimes"}])]),
-    "slice: valid taint": lambda: _slice(devices=[_device(
-        taints=[{"key": "dra.example.com/unhealthy", "value": "true",
-                 "effect": "NoSchedule"}])]),
-    "slice: shared device valid policy": lambda: _slice(devices=[_shared_nic(
-        {"default": "1M", "validRange": {"min": "1M", "step": "8"}})]),
-    "slice: policy default below min": lambda: _slice(devices=[_shared_nic(
-        {"default": "1k", "validRange": {"min": "1M", "step": "8"}})]),
-    "slice: policy with range and values": lambda: _slice(devices=[_shared_nic(
-        {"default": "1M", "validRange": {"min": "1M"}, "validValues": ["1M"]})]),
-    "slice: counters and devices together": lambda: _slice(sharedCounters=[
-        {"name": "cs", "counters": {"memory": {"value": "1Gi"}}}]),
-    "slice: counters only": lambda: _slice(devices=None, sharedCounters=[
-        {"name": "cs", "counters": {"memory": {"value": "1Gi"}}}]),
-    "slice: unknown field": lambda: _slice(colour="blue"),
-    "class: valid": lambda: _class(),
-    "class: CEL syntax error": lambda: _class("device.driver =="),
-    "class: CEL unknown field": lambda: _class("device.colour == 1"),
-    "class: CEL not boolean": lambda: _class('device.driver'),
-    "class: bad name": lambda: _class(name="Bad_Name"),
-    "claim: valid": lambda: _claim(),
-    "claim: bad request name": lambda: _claim(_request(name="GPU!")),
-    "claim: zero count": lambda: _claim(_request(count=0)),
-    "claim: unknown allocation mode": lambda: _claim(_request(allocationMode="Some")),
-    "claim: count with mode All": lambda: _claim(_request(allocationMode="All", count=2)),
-    "claim: bad CEL selector": lambda: _claim(_request(selectors=[{"cel": {
-        "expression": "device.driver ==="}}])),
-    "claim: duplicate request names": lambda: _claim(_request(), _request()),
-    "claim: no class name": lambda: _claim({"name": "gpu", "exactly": {}}),
-    "claim: capacity request": lambda: _claim(_request(capacity={
-        "requests": {"bandwidth": "1G"}})),
-    "claim: bad capacity quantity": lambda: _claim(_request(capacity={
-        "requests": {"bandwidth": "lots"}})),
-    "claim: firstAvailable": lambda: _claim({"name": "gpu", "firstAvailable": [
-        {"name": "big", "deviceClassName": "gpu.dra.example.com"},
-        {"name": "small", "deviceClassName": "gpu.dra.example.com"}]}),
-    "claim: exactly and firstAvailable": lambda: _claim({
-        "name": "gpu", "exactly": {"deviceClassName": "gpu.dra.example.com"},
-        "firstAvailable": [{"name": "a", "deviceClassName": "gpu.dra.example.com"}]}),
-}
 
 
 @dataclass(frozen=True)
@@ -145,25 +51,21 @@ class Server:
     token: str | None = None
     ca: str | None = None
 
-    def verdict(self, obj: JSON, dry_run: bool) -> tuple[int, set[str]]:
-        """(HTTP status, the rejected field paths) for creating `obj`."""
-        body = copy.deepcopy(obj)
-        body["spec"] = {k: v for k, v in body["spec"].items() if v is not None}
+    def verdict(self, obj: JSON, dry_run: bool) -> Verdict:
+        """The answer to creating `obj` (with fieldValidation=Strict)."""
         query = "fieldValidation=Strict" + ("&dryRun=All" if dry_run else "")
         headers = {"Content-Type": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(f"{self.url}{PATHS[obj['kind']]}?{query}",
-                                         data=json.dumps(body).encode(), headers=headers,
+                                         data=json.dumps(obj).encode(), headers=headers,
                                          method="POST")
         context = ssl.create_default_context(cafile=self.ca) if self.ca else None
         try:
             with urllib.request.urlopen(request, timeout=10, context=context) as response:
-                return int(response.status), set()
+                return verdict_of(int(response.status), {})
         except urllib.error.HTTPError as err:
-            status = json.loads(err.read() or b"{}")
-            causes = (status.get("details") or {}).get("causes") or []
-            return int(err.code), {str(c.get("field", "")) for c in causes}
+            return verdict_of(int(err.code), json.loads(err.read() or b"{}"))
 
 
 @pytest.fixture(scope="module")
@@ -177,15 +79,39 @@ def real(control_plane: ControlPlane) -> Server:
     return Server(control_plane.server, ADMIN_TOKEN, str(control_plane.certs.ca_cert))
 
 
-@pytest.mark.parametrize("case", list(CORPUS))
-def test_stand_in_agrees_with_real_apiserver(case: str, real: Server,
-                                             stand_in: Server) -> None:
-    obj = CORPUS[case]()
-    obj["metadata"]["name"] = f"{obj['metadata']['name']}-{zlib.crc32(case.encode())}"
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, Verdict]:
+    return load_verdicts()[1]
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_stand_in_agrees_with_real_apiserver(name: str, real: Server, stand_in: Server,
+                                             recorded: dict[str, Verdict]) -> None:
+    case = CORPUS[name]
+    obj = body_of(case)
     theirs = real.verdict(obj, dry_run=True)
     ours = stand_in.verdict(obj, dry_run=False)
-    assert (ours[0] < 300) == (theirs[0] < 300), (
-        f"{case}: real server {theirs[0]} {sorted(theirs[1])}, "
-        f"stand-in {ours[0]} {sorted(ours[1])}")
-    if theirs[0] == 422:
-        assert ours == theirs, f"{case}: real server {theirs}, stand-in {ours}"
+    assert recorded.get(name) == theirs, (
+        f"{name}: the real server now answers {theirs}, recorded {recorded.get(name)}; "
+        "re-record the corpus verdicts")
+    if case.stand_in is not None:
+        assert ours == case.stand_in, f"{name}: stand-in {ours}, expected {case.stand_in}"
+        assert ours != theirs, f"{name}: now agrees with the real server; drop its exception"
+        return
+    problem = disagreement(theirs, ours)
+    assert problem is None, f"{name}: {problem}"
+
+
+def record() -> None:
+    """Ask a fresh real control plane for every case's verdict and save them."""
+    with tempfile.TemporaryDirectory() as workdir, ControlPlane(
+            os.environ["SIMDRA_E2E_BIN"], workdir) as plane:
+        server = Server(plane.server, ADMIN_TOKEN, str(plane.certs.ca_cert))
+        verdicts = {name: server.verdict(body_of(case), dry_run=True)
+                    for name, case in CORPUS.items()}
+        save_verdicts(plane.version(), verdicts)
+    print(f"recorded {len(verdicts)} verdicts from kube-apiserver {plane.version()}")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
+    record()

@@ -525,7 +525,7 @@ POLICY_RULES: list[tuple[str, JSON, str, str]] = [
     (
         "default-at-least-min",
         {"default": "1", "validRange": {"min": "2"}},
-        f"{RP}.validRange.default",
+        f"{RP}.validRange.min",
         "default is less than min",
     ),
     (
@@ -543,7 +543,7 @@ POLICY_RULES: list[tuple[str, JSON, str, str]] = [
     (
         "default-at-most-max",
         {"default": "6", "validRange": {"min": "1", "max": "5"}},
-        f"{RP}.validRange.default",
+        f"{RP}.validRange.max",
         "default is more than max",
     ),
     (

@@ -167,3 +167,51 @@ def test_schema_matches_kubernetes_validate(make_slice, make_device):
         except kubernetes_validate.ValidationError:
             reference_ok = False
         assert (schema_errors(variant) == []) == reference_ok, variant
+
+
+CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+
+
+def _device_class(expression: str) -> dict:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+
+
+def test_device_class_update_compiles_a_changed_selector(raw):
+    code, created, _ = raw("POST", CLASSES, _device_class('device.driver == "gpu.example.com"'))
+    assert code == 201
+    created["metadata"]["labels"] = {"team": "a"}
+    code, updated, _ = raw("PUT", f"{CLASSES}/gpu.example.com", created)
+    assert code == 200, updated
+    updated["spec"]["selectors"][0]["cel"]["expression"] = "device.driver"
+    code, status, _ = raw("PUT", f"{CLASSES}/gpu.example.com", updated)
+    _assert_invalid(code, status)
+    assert _fields(status) == ["spec.selectors[0].cel.expression"]
+    assert "must evaluate to bool or the unknown type, not string" in status["message"]
+
+
+def test_undecodable_quantity_is_a_bad_request_also_on_update(raw, make_slice):
+    code, created, _ = raw("POST", SLICES, make_slice())
+    assert code == 201
+    created["spec"]["devices"][0]["capacity"]["memory"]["value"] = "lots"
+    code, status, _ = raw("PUT", f"{SLICES}/{created['metadata']['name']}", created)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"].startswith(
+        'ResourceSlice in version "v1" cannot be handled as a ResourceSlice: quantities must'
+    )
+
+
+def test_claim_spec_rules_apply_on_create_only(raw, make_claim):
+    """The spec of a stored claim cannot change, so an update reports only that."""
+    body = make_claim()
+    code, created, _ = raw("POST", CLAIMS, body)
+    assert code == 201
+    created["spec"]["devices"]["requests"][0]["name"] = "Not_A_Label"
+    name = created["metadata"]["name"]
+    code, status, _ = raw("PUT", f"{CLAIMS}/{name}", created)
+    _assert_invalid(code, status)
+    assert _fields(status) == ["spec"]

@@ -174,9 +174,10 @@ def _min_errors(
                 f"{path}.min", low, f"min is larger than capacity value: {quantity_text(capacity)}"
             )
         )
+    # The API server reports a default outside the range at the bound it breaks.
     if default < low:
         errors.append(
-            invalid(f"{path}.default", default, f"default is less than min: {quantity_text(low)}")
+            invalid(f"{path}.min", default, f"default is less than min: {quantity_text(low)}")
         )
     return errors
 
@@ -195,7 +196,7 @@ def _max_errors(
         )
     if default > high:
         errors.append(
-            invalid(f"{path}.default", default, f"default is more than max: {quantity_text(high)}")
+            invalid(f"{path}.max", default, f"default is more than max: {quantity_text(high)}")
         )
     return errors
 
