@@ -391,9 +391,6 @@ def _class_cases() -> list[Case]:
                 'has(device.attributes["dra.example.com"].model) && '
                 'device.attributes["dra.example.com"].model.matches("^sim-")'
             ),
-            stand_in=Verdict(422, ("spec.selectors[0].cel.expression",)),
-            why="driver.testing.allocation.cel.compile_selector covers a CEL subset without "
-            "has() and matches(); it is being moved onto a full CEL library",
         ),
         Case("class: CEL empty expression", lambda: _class("")),
         Case("class: CEL too long", lambda: _class(" || ".join(["true"] * 1500))),

@@ -1,7 +1,7 @@
 """The stand-in's own semantic rules for ResourceClaims, ResourceClaimTemplates and
 DeviceClasses, written from what a real kube-apiserver (1.36) accepts and rejects.
 
-These are deliberately not the driver's client-side validators (`driver.slices.validation`):
+These are deliberately not the driver's client-side validators (`driver.core.validation`):
 a server that shares its rule book with the client cannot catch the client's mistakes.
 Field paths and reasons follow the API server's `field.Error`s; the corpus in
 `tests/testing/apiserver_corpus.py` pins them against answers recorded from a real server.

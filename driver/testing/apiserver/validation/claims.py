@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from driver.slices.validation import (
+from driver.core.validation import (
     FieldError,
     duplicate,
     invalid,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from driver.slices.validation import FieldError, invalid, required
+from driver.core.validation import FieldError, invalid, required
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_LABEL = re.compile(rf"^{_LABEL}$")

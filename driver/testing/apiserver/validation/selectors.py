@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from driver.slices.validation import FieldError, invalid, required, too_long, too_many
+from driver.core.validation import FieldError, invalid, required, too_long, too_many
 from driver.testing.allocation.cel import UnsupportedExpression, compile_selector
 from driver.testing.apiserver.validation.celtypes import (
     ANY,
