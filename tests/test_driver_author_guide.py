@@ -27,9 +27,10 @@ REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "driver-authors.md"
 SECTION = "## Adding a kind, end to end"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-# What the repository copy needs: the package, its metadata, the deployment and tests.
-COPIED = ("driver", "tests", "deploy", "pyproject.toml", "README.md", ".dockerignore",
-          "Dockerfile")
+# What the repository copy needs: the package, its metadata, the deployment and the
+# deployment tests (run on the changed tree).
+COPIED = ("driver", "tests/deploy", "deploy", "pyproject.toml", "README.md",
+          ".dockerignore", "Dockerfile")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
      "or package.module:ClassName"),
     ("--device-profile", "DEVICE_PROFILE", "gpu",
      "fake devices: comma list of gpu | gpu-shared | gpu-partitioned, and nic; "
-     "or a path to an inventory YAML file"),
+     "or the path of an inventory file (a value with a / or a .yaml/.yml/.json suffix)"),
     ("--num-devices", "NUM_DEVICES", "8", "number of fake devices per profile"),
     ("--sysfs-root", "SYSFS_ROOT", "/sys", "sysfs mount the sysfs backend reads"),
     ("--dev-root", "DEV_ROOT", "/dev",

@@ -38,11 +38,6 @@ class BackendSpecError(ValueError):
     """`--device-backend` names no usable backend class; the message says why."""
 
 
-def is_backend_spec(value: str) -> bool:
-    """True when `value` is meant as `module:Class` rather than a built-in backend name."""
-    return ":" in value
-
-
 def load_backend_class(spec: str) -> type:
     """Import and return the class `spec` (`package.module:ClassName`) names.
 

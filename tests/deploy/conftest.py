@@ -10,12 +10,6 @@ from tests.deploy.kustomize import render
 from tests.deploy.layout import DEPLOY, HELM_RENDERINGS, JSON, KUSTOMIZATIONS
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "slow: replays the image build (pip install); deselect with -m 'not slow'"
-    )
-
-
 @pytest.fixture(scope="session")
 def rendered() -> dict[str, list[JSON]]:
     """Kustomization directory (relative to deploy/) or chart rendering (HELM_RENDERINGS)
