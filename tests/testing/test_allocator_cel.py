@@ -291,6 +291,10 @@ def test_list_attributes_of_versions_are_semvers():
         (f"{ATTR}.model.matches('[')", "invalid regular expression: missing ]"),
         ("matches('x', '(')", "invalid regular expression: missing )"),
         ("[1, 'a'].size() == 2", "expected type 'int' but found 'string' in a list literal"),
+        (
+            "device.attributes[1].size() == 0",
+            "'_[_]' applied to '(map(string, map(string, dyn)), int)'",
+        ),
         # Type errors the Kubernetes type checker reports (types known without a device).
         ("device.driver == 1", "no matching overload for '_==_' applied to '(string, int)'"),
         (f"{CAP}.memory.compareTo(3) == 0", "'compareTo' applied to '(kubernetes.Quantity, int)'"),

@@ -177,8 +177,10 @@ def _field(tree: Node) -> Type:
 
 def _index(tree: Node) -> Type:
     target, key = tree.children
-    _type(key)
-    return _element(_type(target))
+    container, key_type = _type(target), _type(key)
+    if container and container.startswith("map(string, ") and key_type not in (None, "string"):
+        raise _mismatch(tree, "_[_]", container, key_type)
+    return _element(container)
 
 
 def _element(container: Type) -> Type:
