@@ -29,7 +29,7 @@ FUNCTIONS: dict[str, tuple[int, ...]] = {
     "size": (1,), "int": (1,), "uint": (1,), "double": (1,), "string": (1,), "bytes": (1,),
     "bool": (1,), "type": (1,), "dyn": (1,), "timestamp": (1,), "duration": (1,),
     "matches": (2,), "has": (1,),
-    "quantity": (1,), "isQuantity": (1,), "semver": (1, 2), "isSemver": (1, 2),
+    "quantity": (1,), "isQuantity": (1,), "semver": (1, 2), "isSemver": (1, 2), "sign": (1,),
 }  # fmt: skip
 # Receiver-style functions (name -> allowed argument counts, receiver not counted).
 METHODS: dict[str, tuple[int, ...]] = {
@@ -40,7 +40,7 @@ METHODS: dict[str, tuple[int, ...]] = {
     "charAt": (1,), "indexOf": (1, 2), "lastIndexOf": (1, 2), "lowerAscii": (0,),
     "upperAscii": (0,), "replace": (2, 3), "split": (1, 2), "substring": (1, 2),
     "trim": (0,), "join": (0, 1), "find": (1,), "findAll": (1, 2), "includes": (1,),
-    "compareTo": (1,), "isGreaterThan": (1,), "isLessThan": (1,), "sign": (0,),
+    "compareTo": (1,), "isGreaterThan": (1,), "isLessThan": (1,),
     "isInteger": (0,), "asInteger": (0,), "asApproximateFloat": (0,), "add": (1,),
     "sub": (1,), "major": (0,), "minor": (0,), "patch": (0,),
     "isSorted": (0,), "sum": (0,), "min": (0,), "max": (0,),
