@@ -3,15 +3,18 @@
 tests/testing/cel_go_cases.json holds the verdicts of k8s.io/dynamic-resource-allocation/cel
 (the compiler and evaluator the scheduler uses; versions as tests/e2e/go.mod pins them) on
 every expression of tests/testing/cel_oracle/cel_cases.txt, for one device: compile error,
-runtime error, true or false. Re-record with tests/testing/cel_oracle/regenerate.sh after
-adding cases. Every verdict must be ours too, except the differences listed below, each
-with why; a difference that disappears fails too, so the list stays true.
+runtime error, true or false; once with the DRAListTypeAttributes gate on, once off (the
+1.36 default, with a device that has no list attributes). Re-record with
+tests/testing/cel_oracle/regenerate.sh after adding cases. Every verdict must be ours
+too, except the differences listed below, each with why; a difference that disappears
+fails too, so the list stays true.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +26,11 @@ from driver.testing.allocation.cel import (
 )
 
 RECORDED = json.loads((Path(__file__).parent / "cel_go_cases.json").read_text())
-VIEW = DeviceView.of(RECORDED["driver"], RECORDED["device"])
+CASES = [
+    (configuration, case)
+    for configuration in RECORDED["configurations"]
+    for case in configuration["cases"]
+]
 ATTR = 'device.attributes["dra.example.com"]'
 
 REFUSED = "compile"  # we refuse what Kubernetes accepts: a clear error, never a wrong answer
@@ -66,29 +73,48 @@ def expected(case: dict[str, str]) -> str:
     return ELEMENT_TYPES.get(expression, case["outcome"])
 
 
-def verdict(expression: str) -> str:
+def verdict(expression: str, configuration: dict[str, Any]) -> str:
     """Ours: compile, runtime, true or false."""
+    lists = configuration["list_type_attributes"]
+    view = DeviceView.of(RECORDED["driver"], configuration["device"])
     try:
-        selector = compile_selector(expression)
+        selector = compile_selector(expression, list_type_attributes=lists)
     except UnsupportedExpression:
         return "compile"
     try:
-        return "true" if selector.matches(VIEW) else "false"
+        return "true" if selector.matches(view) else "false"
     except SelectorError:
         return "runtime"
 
 
-@pytest.mark.parametrize("case", RECORDED["cases"], ids=lambda case: case["expression"])
-def test_same_verdict_as_kubernetes(case):
-    assert verdict(case["expression"]) == expected(case), (
+@pytest.mark.parametrize(
+    ("configuration", "case"),
+    CASES,
+    ids=[f"lists={c['list_type_attributes']}:{case['expression']}" for c, case in CASES],
+)
+def test_same_verdict_as_kubernetes(configuration, case):
+    assert verdict(case["expression"], configuration) == expected(case), (
         f"Kubernetes: {case['outcome']} {case['detail']}"
     )
 
 
-def test_listed_differences_are_recorded_cases():
-    recorded = {case["expression"] for case in RECORDED["cases"]}
+def test_listed_differences_are_real_ones():
     listed = set(NOT_IMPLEMENTED) | set(ELEMENT_TYPES) | FOLDED
-    assert listed <= recorded
-    # Each listed difference is a real one: Kubernetes' verdict is not ours.
-    by_expression = {case["expression"]: case for case in RECORDED["cases"]}
-    assert all(by_expression[e]["outcome"] != expected(by_expression[e]) for e in listed)
+    differing: set[str] = set()
+    for configuration in RECORDED["configurations"]:
+        by_expression = {case["expression"]: case for case in configuration["cases"]}
+        assert listed <= set(by_expression)
+        differing |= {
+            e for e in listed if by_expression[e]["outcome"] != expected(by_expression[e])
+        }
+    # A difference that is gone in every configuration must leave the list.
+    assert differing == listed
+
+
+def test_without_the_gate_a_list_attribute_fails_every_selector():
+    device = {"name": "d", "attributes": {"modes": {"strings": ["a"]}, "n": {"int": 1}}}
+    view = DeviceView.of("dra.example.com", device)
+    selector = compile_selector(f"{ATTR}.n == 1", list_type_attributes=False)
+    with pytest.raises(SelectorError, match="attribute modes: unsupported attribute value"):
+        selector.matches(view)
+    assert compile_selector(f"{ATTR}.n == 1").matches(view)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 DRIVER = "dra.example.com"
+LIST_KINDS = ("ints", "bools", "strings", "versions")
 DEVICE = {
     "name": "gpu-0",
     "attributes": {
@@ -29,30 +30,47 @@ DEVICE = {
 }
 
 
-def main() -> None:
-    """Run the oracle on every case and print the recorded verdicts."""
-    oracle = sys.argv[1]
-    cases = [line for line in (Path(__file__).parent / "cel_cases.txt").read_text().splitlines()
-             if line.strip()]  # fmt: skip
-    request = {"driver": DRIVER, "device": DEVICE, "expressions": cases}
+def verdicts(oracle: str, cases: list[str], device: dict, lists: bool) -> list[dict[str, str]]:
+    """The oracle's verdict on each case: compile, runtime, true or false (and why)."""
+    request = {"driver": DRIVER, "device": device, "expressions": cases}
     reply = subprocess.run(
         [oracle], input=json.dumps(request), capture_output=True, text=True, check=True,
-        env={"LISTS": "1", "PATH": "/usr/bin:/bin"},
+        env={"LISTS": "1" if lists else ""},
     )  # fmt: skip
-    verdicts = []
+    found = []
     for expression, result in zip(cases, json.loads(reply.stdout), strict=True):
         ((outcome, detail),) = result.items()
         if outcome == "matches":
             outcome, detail = ("true" if detail else "false"), ""
-        verdicts.append({"expression": expression, "outcome": outcome,
-                         "detail": (str(detail).splitlines() or [""])[0][:200]})  # fmt: skip
-    document = {
-        "source": "k8s.io/dynamic-resource-allocation/cel v0.36.3 (cel-go v0.26.0), features "
-        "ConsumableCapacity and ListTypeAttributes on",
-        "driver": DRIVER,
-        "device": DEVICE,
-        "cases": verdicts,
+        found.append({"expression": expression, "outcome": outcome,
+                      "detail": (str(detail).splitlines() or [""])[0][:200]})  # fmt: skip
+    return found
+
+
+def main() -> None:
+    """Run the oracle on every case, with and without DRAListTypeAttributes."""
+    oracle = sys.argv[1]
+    cases = [line for line in (Path(__file__).parent / "cel_cases.txt").read_text().splitlines()
+             if line.strip()]  # fmt: skip
+    # Without the gate, a device with a list attribute fails every selector: the
+    # interesting cases need a device without one.
+    scalar = {
+        **DEVICE,
+        "attributes": {
+            k: v for k, v in DEVICE["attributes"].items() if not any(t in v for t in LIST_KINDS)
+        },
     }
+    document = {
+        "source": "k8s.io/dynamic-resource-allocation/cel v0.36.3 (cel-go v0.26.0), "
+        "DRAConsumableCapacity on",
+        "driver": DRIVER,
+        "configurations": [
+            {"list_type_attributes": True, "device": DEVICE,
+             "cases": verdicts(oracle, cases, DEVICE, lists=True)},
+            {"list_type_attributes": False, "device": scalar,
+             "cases": verdicts(oracle, cases, scalar, lists=False)},
+        ],
+    }  # fmt: skip
     json.dump(document, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
 

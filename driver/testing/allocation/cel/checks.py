@@ -71,6 +71,36 @@ def token_at(tree: Node, index: int) -> lark.Token:
     return cast(lark.Token, tree.children[index])
 
 
+def check_without_list_attributes(tree: Node) -> None:
+    """What the DRA environment refuses when DRAListTypeAttributes is off (1.36 default).
+
+    Attribute values are then of type `any`, not `dyn`: a macro over one does not
+    compile (`includes` is declared either way).
+    """
+    for node in tree.iter_subtrees():
+        if node.data != "member_dot_arg":
+            continue
+        name, token = str(node.children[1]), token_at(node, 1)
+        if name in MACROS and _is_attribute_value(node.children[0]):
+            raise CheckError("expression of type 'any' cannot be range of a comprehension", token)
+
+
+def _is_attribute_value(tree: Node) -> bool:
+    """`device.attributes[domain].name` (or with [] / . in either place)."""
+    value = _innermost(tree)
+    if value.data not in ("member_dot", "member_index"):
+        return False
+    domain = _innermost(value.children[0])
+    if domain.data not in ("member_dot", "member_index"):
+        return False
+    attributes = _innermost(domain.children[0])
+    return (
+        attributes.data == "member_dot"
+        and str(attributes.children[1]) == "attributes"
+        and plain_ident(attributes.children[0]) == "device"
+    )
+
+
 def plain_ident(tree: Node) -> str | None:
     """The identifier `tree` consists of (`x` in `all(x, ...)`), or None."""
     node = _innermost(tree)
