@@ -2,12 +2,14 @@
 
 Kubernetes compiles a selector with declared types: `device.driver` is a string,
 `device.allowMultipleAllocations` a bool, `device.capacity[d][n]` a quantity, attribute
-values are dyn (known only at run time). Where both operands of an operator have a
-type known this way (literals, those fields, function results), a mismatch such as
-`device.driver == 1`, `"a" + 1`, `quantity("1") < quantity("2")` or a selector of type
-int is a compile error there, not a false at run time: so it is here
-(`check_types` raises CheckError). Anything involving dyn is left to run time, as in
-cel-go.
+values are dyn (known only at run time). Where operand types are known this way
+(literals, those fields, function results), an operator, function or method without an
+overload for them (`device.driver == 1`, `"a" + 1`, `quantity("1") < quantity("2")`,
+`s.startsWith(1)`, a selector of type int) is a compile error there, not a false at run
+time, and so it is here (`check_types` raises CheckError). A type that has no overload at
+all for an operator fails even against dyn (`attr < semver("1.0.0")`); anything else
+involving dyn is left to run time, as in cel-go. Element types of list and map literals
+are not tracked (`[1] == [1.0]` evaluates here; Kubernetes refuses it).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ _FUNCTION_RESULTS: dict[str, Type] = {
     "timestamp": "google.protobuf.Timestamp", "duration": "google.protobuf.Duration",
     "sign": "int",
 }  # fmt: skip
-_STRING = frozenset({"string"})
+_S, _I, _B = frozenset({"string"}), frozenset({"int"}), frozenset({"bool"})
 _STRING_RESULTS = ("charAt", "lowerAscii", "upperAscii", "replace", "substring", "trim", "find")
 # method -> (receiver types it has overloads for, result type)
 _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
@@ -48,12 +50,12 @@ _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
     "asApproximateFloat": (frozenset({QUANTITY}), "double"),
     **{m: (frozenset({QUANTITY}), QUANTITY) for m in ("add", "sub")},
     **{m: (frozenset({SEMVER}), "int") for m in ("major", "minor", "patch")},
-    **{m: (_STRING, "bool") for m in ("startsWith", "endsWith", "contains", "matches")},
-    **{m: (_STRING, "string") for m in _STRING_RESULTS},
+    **{m: (_S, "bool") for m in ("startsWith", "endsWith", "contains", "matches")},
+    **{m: (_S, "string") for m in _STRING_RESULTS},
     **{m: (frozenset({"string", "list"}), "int") for m in ("indexOf", "lastIndexOf")},
     "isSorted": (frozenset({"list"}), "bool"),
     **{m: (frozenset({"list"}), None) for m in ("sum", "min", "max")},
-    **{m: (_STRING, "list") for m in ("split", "findAll")},
+    **{m: (_S, "list") for m in ("split", "findAll")},
     "join": (frozenset({"list"}), "string"),
     "size": (frozenset({"string", "bytes", "list", "map"}), "int"),
     **{m: (None, "bool") for m in ("all", "exists", "exists_one", "includes")},
@@ -61,7 +63,6 @@ _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
 }
 
 
-_S, _I, _B = frozenset({"string"}), frozenset({"int"}), frozenset({"bool"})
 _SIZED = frozenset({"string", "bytes", "list", "map"})
 # Argument types the overloads take, by position (None: any); the receiver is not listed.
 _ARGUMENTS: dict[str, tuple[frozenset[str] | None, ...]] = {
