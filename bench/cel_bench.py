@@ -13,6 +13,7 @@ one selector the first time (the parser is built lazily, once).
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import time
@@ -58,12 +59,29 @@ def _floor(rounds: int) -> float:
     return _per_call_us(lambda: device["model"] == "H100" and device["index"] > 2, rounds)
 
 
-def _import_seconds(code: str) -> float:
+def _import_cpu_seconds(code: str) -> float:
+    """CPU time (user + sys) of `python -c code`, best of 5: robust to a loaded machine."""
     runs = []
-    for _ in range(3):
-        start = time.perf_counter()
+    for _ in range(5):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-c", code], check=True)
-        runs.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        runs.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return min(runs)
+
+
+def _cel_import_ms() -> float:
+    """`-X importtime`'s cumulative time of driver.testing.allocation.cel, best of 5."""
+    runs = []
+    for _ in range(5):
+        report = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "import driver.testing.allocator"],
+            check=True, capture_output=True, text=True,
+        ).stderr  # fmt: skip
+        for line in report.splitlines():
+            fields = line.split("|")
+            if len(fields) == 3 and fields[2].strip() == "driver.testing.allocation.cel":
+                runs.append(int(fields[1]) / 1000)
     return min(runs)
 
 
@@ -97,10 +115,11 @@ def main() -> None:
     print(f"compile (uncached, 'attr == && int >'): {compile_cost:.0f} us")
     print(f"import + first compile in this process: {first_compile * 1000:.0f} ms")
 
-    bare = _import_seconds("pass")
-    allocator = _import_seconds("import driver.testing.allocator")
-    print(f"python -c pass: {bare * 1000:.0f} ms; import driver.testing.allocator: "
-          f"{allocator * 1000:.0f} ms (+{(allocator - bare) * 1000:.0f} ms)")  # fmt: skip
+    bare = _import_cpu_seconds("pass")
+    allocator = _import_cpu_seconds("import driver.testing.allocator")
+    print(f"CPU: python -c pass {bare * 1000:.0f} ms; import driver.testing.allocator "
+          f"{allocator * 1000:.0f} ms (+{(allocator - bare) * 1000:.0f} ms), of which "
+          f"driver.testing.allocation.cel {_cel_import_ms():.0f} ms (-X importtime)")  # fmt: skip
 
 
 if __name__ == "__main__":

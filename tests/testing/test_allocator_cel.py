@@ -91,7 +91,7 @@ def test_supported_expressions(expression, expected):
         (f"{ATTR}.model < 3", "no such overload: string < int"),
         (f"{ATTR}.index", "must evaluate to a bool"),
         (f'{ATTR}.index.compareTo(quantity("1")) == 0', "no such overload"),
-        ('quantity("lots").sign() == 1', "'lots' is not a valid quantity"),
+        ('sign(quantity("lots")) == 1', "'lots' is not a valid quantity"),
     ],
 )
 def test_runtime_errors_name_the_expression(expression, message):
@@ -166,12 +166,12 @@ def test_runtime_errors_name_the_expression(expression, message):
         (f'{CAP}.memory.isLessThan(quantity("80Gi"))', False),
         (f'{CAP}.power.compareTo(quantity("1.5")) == 0', True),
         (f"{CAP}.power.isInteger()", False),
-        (f"{CAP}.cores.isInteger() && {CAP}.cores.sign() == 1", True),
+        (f"{CAP}.cores.isInteger() && sign({CAP}.cores) == 1", True),  # sign() is global
         (f'{CAP}.memory.sub(quantity("16Gi")) == quantity("64Gi")', True),
         (f"{CAP}.cores.add(2).asInteger() == 110", True),
         (f"{CAP}.power.asApproximateFloat() == 1.5", True),
         ('isQuantity("1Gi") && !isQuantity("1GB")', True),
-        (f'{ATTR}.driverVersion == quantity("1")', False),  # dyn: different types, unequal
+        (f'{ATTR}.index == quantity("1")', False),  # an int is unequal to other types
         # semantic versions
         (f'{ATTR}.firmware.isGreaterThan(semver("2.9.0"))', True),  # 10 > 9 numerically
         (f'{ATTR}.firmware.compareTo(semver("2.10.0+build")) == 0', True),
@@ -235,8 +235,13 @@ def test_a_missing_attribute_is_an_error_when_it_decides(expression):
     ("expression", "message"),
     [
         (f"{ATTR}.model.substring(20) == ''", "index out of range"),
+        # A quantity or semver compares only with its own type (cel-go asks the left side).
+        (f'{ATTR}.driverVersion == quantity("1")', "no such overload"),
+        (f"{ATTR}.ports[3] == 1", "index out of bounds: 3"),
+        (f"{ATTR}.ports[-1] == 5", "index out of bounds: -1"),
+        (f"{ATTR}.modes.contains('compute')", "no such overload"),  # lists use `in`
+        ("int('0x10') == 16", "type conversion error"),
         (f"{ATTR}.modes > 1", "no such overload: list > int"),
-        (f"{ATTR}.driverVersion < semver('1.0.0')", "no such overload"),  # use compareTo
         (f"{ATTR}.driverVersion.isGreaterThan({CAP}.memory)", "no such overload"),
         (f"{ATTR}.index.lowerAscii() == ''", "no such overload: int.lowerAscii()"),
         (f"'[x'.matches({ATTR}.model + '[')", "invalid regular expression: missing ]"),
@@ -291,13 +296,20 @@ def test_list_attributes_of_versions_are_semvers():
         (f"{ATTR}.model.matches('[')", "invalid regular expression: missing ]"),
         ("matches('x', '(')", "invalid regular expression: missing )"),
         ("[1, 'a'].size() == 2", "expected type 'int' but found 'string' in a list literal"),
+        (
+            "device.attributes[1].size() == 0",
+            "'_[_]' applied to '(map(string, map(string, dyn)), int)'",
+        ),
         # Type errors the Kubernetes type checker reports (types known without a device).
         ("device.driver == 1", "no matching overload for '_==_' applied to '(string, int)'"),
         (f"{CAP}.memory.compareTo(3) == 0", "'compareTo' applied to '(kubernetes.Quantity, int)'"),
         (f'{CAP}.memory == semver("1.0.0")', "'_==_' applied to '(kubernetes.Quantity, kubernetes"),
         (f"{CAP}.memory < quantity('1Gi')", "'_<_' applied to '(kubernetes.Quantity, kubernetes"),
+        (f"{ATTR}.driverVersion < semver('1.0.0')", "'_<_' applied to '(dyn, kubernetes.Semver)'"),
+        (f"{ATTR}.healthy ? 1 : 'a'", "'_?_:_' applied to '(dyn, int, string)'"),
         ("'a' + 1 == 'a1'", "no matching overload for '_+_' applied to '(string, int)'"),
-        ("quantity(1).sign() == 1", "no matching overload for 'quantity' applied to '(int)'"),
+        ("sign(quantity(1)) == 1", "no matching overload for 'quantity' applied to '(int)'"),
+        ("quantity('1').sign() == 1", "undeclared reference to method 'sign'"),
         ("'1.0.0'.major() == 1", "no matching overload for 'major' applied to '(string)'"),
         ("device.allowMultipleAllocations && 1", "'_&&_' applied to '(bool, int)'"),
         ("!device.driver", "no matching overload for '!_' applied to '(string)'"),

@@ -75,6 +75,7 @@ class DeviceView:
     attributes: Mapping[str, Mapping[str, Any]]
     capacity: Mapping[str, Mapping[str, Quantity]]
     allow_multiple_allocations: bool = False
+    list_attributes: tuple[str, ...] = ()  # names of list-typed attributes, as published
 
     @classmethod
     def of(cls, driver: str, device: Mapping[str, Any]) -> DeviceView:
@@ -90,7 +91,13 @@ class DeviceView:
                 capacity.setdefault(domain, {})[ident] = Quantity.parse(entry["value"])
             except QuantityError as error:
                 raise SelectorError(f"capacity {name}: {error}") from None
-        return cls(driver, attributes, capacity, bool(device.get("allowMultipleAllocations")))
+        lists = tuple(
+            name
+            for name, entry in (device.get("attributes") or {}).items()
+            if any(kind + "s" in entry for kind, _ in _ATTRIBUTE_KINDS)
+        )
+        allow = bool(device.get("allowMultipleAllocations"))
+        return cls(driver, attributes, capacity, allow, lists)
 
     @functools.cached_property
     def variable(self) -> celtypes.MapType:
@@ -146,9 +153,15 @@ class Selector:
 
     expression: str
     _ast: Node
+    list_type_attributes: bool = True
 
     def matches(self, view: DeviceView) -> bool:
         """True when the device matches; SelectorError when evaluation fails."""
+        if view.list_attributes and not self.list_type_attributes:
+            raise SelectorError(
+                f"CEL selector `{self.expression}`: attribute {view.list_attributes[0]}: "
+                "unsupported attribute value"  # as the scheduler, without DRAListTypeAttributes
+            )
         try:
             result = evaluate(self._ast, _activation(), view.variable)
         except CELEvalError as error:
@@ -187,13 +200,20 @@ def _activation() -> Activation:
 
 
 @functools.lru_cache(maxsize=512)
-def compile_selector(expression: str) -> Selector:
-    """Compile `expression`; UnsupportedExpression when Kubernetes would not compile it."""
+def compile_selector(expression: str, *, list_type_attributes: bool = True) -> Selector:
+    """Compile `expression`; UnsupportedExpression when Kubernetes would not compile it.
+
+    `list_type_attributes` is the DRAListTypeAttributes feature gate (alpha in 1.36, off
+    by default there): off, attribute values are of type `any` (no macros over them) and
+    a device with a list attribute fails every selector, as in Kubernetes.
+    """
     if not expression.strip():
         raise UnsupportedExpression("CEL selector is empty")
     try:
         ast = _environment().compile(expression)
         checks.check(ast)
+        if not list_type_attributes:
+            checks.check_without_list_attributes(ast)
         typecheck.check_types(ast)
     except CELParseError as error:
         where = f" at column {error.column}" if getattr(error, "column", None) else ""
@@ -201,4 +221,4 @@ def compile_selector(expression: str) -> Selector:
     except checks.CheckError as error:
         where = f" at column {error.column}" if error.column else ""
         raise UnsupportedExpression(f"CEL selector `{expression}`: {error}{where}") from None
-    return Selector(expression, prepare(ast))
+    return Selector(expression, prepare(ast), list_type_attributes)

@@ -29,7 +29,7 @@ FUNCTIONS: dict[str, tuple[int, ...]] = {
     "size": (1,), "int": (1,), "uint": (1,), "double": (1,), "string": (1,), "bytes": (1,),
     "bool": (1,), "type": (1,), "dyn": (1,), "timestamp": (1,), "duration": (1,),
     "matches": (2,), "has": (1,),
-    "quantity": (1,), "isQuantity": (1,), "semver": (1, 2), "isSemver": (1, 2),
+    "quantity": (1,), "isQuantity": (1,), "semver": (1, 2), "isSemver": (1, 2), "sign": (1,),
 }  # fmt: skip
 # Receiver-style functions (name -> allowed argument counts, receiver not counted).
 METHODS: dict[str, tuple[int, ...]] = {
@@ -40,7 +40,7 @@ METHODS: dict[str, tuple[int, ...]] = {
     "charAt": (1,), "indexOf": (1, 2), "lastIndexOf": (1, 2), "lowerAscii": (0,),
     "upperAscii": (0,), "replace": (2, 3), "split": (1, 2), "substring": (1, 2),
     "trim": (0,), "join": (0, 1), "find": (1,), "findAll": (1, 2), "includes": (1,),
-    "compareTo": (1,), "isGreaterThan": (1,), "isLessThan": (1,), "sign": (0,),
+    "compareTo": (1,), "isGreaterThan": (1,), "isLessThan": (1,),
     "isInteger": (0,), "asInteger": (0,), "asApproximateFloat": (0,), "add": (1,),
     "sub": (1,), "major": (0,), "minor": (0,), "patch": (0,),
     "isSorted": (0,), "sum": (0,), "min": (0,), "max": (0,),
@@ -69,6 +69,36 @@ def check(tree: Node) -> None:
 def token_at(tree: Node, index: int) -> lark.Token:
     """The token child at `index` (an IDENT, a literal's value)."""
     return cast(lark.Token, tree.children[index])
+
+
+def check_without_list_attributes(tree: Node) -> None:
+    """What the DRA environment refuses when DRAListTypeAttributes is off (1.36 default).
+
+    Attribute values are then of type `any`, not `dyn`: a macro over one does not
+    compile (`includes` is declared either way).
+    """
+    for node in tree.iter_subtrees():
+        if node.data != "member_dot_arg":
+            continue
+        name, token = str(node.children[1]), token_at(node, 1)
+        if name in MACROS and _is_attribute_value(node.children[0]):
+            raise CheckError("expression of type 'any' cannot be range of a comprehension", token)
+
+
+def _is_attribute_value(tree: Node) -> bool:
+    """`device.attributes[domain].name` (or with [] / . in either place)."""
+    value = _innermost(tree)
+    if value.data not in ("member_dot", "member_index"):
+        return False
+    domain = _innermost(value.children[0])
+    if domain.data not in ("member_dot", "member_index"):
+        return False
+    attributes = _innermost(domain.children[0])
+    return (
+        attributes.data == "member_dot"
+        and str(attributes.children[1]) == "attributes"
+        and plain_ident(attributes.children[0]) == "device"
+    )
 
 
 def plain_ident(tree: Node) -> str | None:

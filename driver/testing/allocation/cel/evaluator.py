@@ -23,6 +23,7 @@ from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator
 
 from driver.testing.allocation.cel.checks import Node, plain_ident, token_at
+from driver.testing.allocation.cel.operators import CONVERSIONS
 from driver.testing.allocation.cel.values import type_name
 
 # Rules that only pass their single child's value through when they have one child.
@@ -162,7 +163,7 @@ class DeviceEvaluator(Evaluator):
         if error is not None:
             return error
         try:
-            function = self.activation.resolve_function(name)
+            function = CONVERSIONS.get(name) or self.activation.resolve_function(name)
         except KeyError:
             return CELEvalError(f"undeclared reference to '{name}'", token=token)
         try:

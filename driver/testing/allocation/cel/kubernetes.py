@@ -1,8 +1,8 @@
 """The Kubernetes CEL libraries DRA selectors use: quantity, semver, `includes`.
 
 Written from the Kubernetes library documentation (k8s.io/apiserver/pkg/cel/library):
-`quantity(s)`, `isQuantity(s)` and a quantity's `compareTo`, `isGreaterThan`,
-`isLessThan`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub`;
+`quantity(s)`, `isQuantity(s)`, `sign(q)` and a quantity's `compareTo`, `isGreaterThan`,
+`isLessThan`, `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub`;
 `semver(s[, normalize])`, `isSemver(s[, normalize])` and a version's `compareTo`,
 `isGreaterThan`, `isLessThan`, `major`, `minor`, `patch`; DRA's `includes` (a list
 attribute contains a value, or a scalar attribute equals it). celpy calls `x.f(y)` as
@@ -140,7 +140,7 @@ KUBERNETES_FUNCTIONS: dict[str, Function] = {
     "compareTo": _comparison("compareTo", celtypes.IntType),
     "isGreaterThan": _comparison("isGreaterThan", lambda order: celtypes.BoolType(order > 0)),
     "isLessThan": _comparison("isLessThan", lambda order: celtypes.BoolType(order < 0)),
-    "sign": _quantity_method("sign", _sign),
+    "sign": _quantity_method("sign", _sign),  # sign(q): a global function in Kubernetes
     "isInteger": _quantity_method(
         "isInteger", lambda value: celtypes.BoolType(value.as_int64() is not None)
     ),

@@ -10,7 +10,9 @@ them is passed on unless `&&` / `||` can absorb it (CEL's commutative logic).
 
 from __future__ import annotations
 
+import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,9 +30,7 @@ def no_overload(what: str) -> CELEvalError:
 
 
 def equal(a: Any, b: Any) -> bool:
-    """CEL heterogeneous equality: values of unrelated types are unequal, never an error."""
-    if isinstance(a, celtypes.BoolType) or isinstance(b, celtypes.BoolType):
-        return type(a) is type(b) and bool(a) == bool(b)
+    """CEL heterogeneous equality: values of unrelated types are unequal."""
     if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
         return a == b if type(a) is type(b) else _number(a) == _number(b)
     if isinstance(a, list) and isinstance(b, list):
@@ -43,7 +43,10 @@ def equal(a: Any, b: Any) -> bool:
         return a.compare(b) == 0
     if isinstance(a, Semver) and isinstance(b, Semver):
         return a.compare(b) == 0
-    return type(a) is type(b) and a == b
+    if isinstance(a, type) or isinstance(b, type):  # type values: `type(1) == int`
+        return a is b
+    # By CEL type, not Python class: celpy's `+` on strings gives a plain str.
+    return type_name(a) == type_name(b) and a == b
 
 
 def _number(value: Any) -> int | float:
@@ -59,14 +62,27 @@ def _error_of(*values: Any) -> CELEvalError | None:
     return next((v for v in values if isinstance(v, CELEvalError)), None)
 
 
-def op_eq(a: Any, b: Any) -> Any:
-    """`a == b`."""
-    return _error_of(a, b) or celtypes.BoolType(equal(a, b))
+def _equality(negate: bool) -> Callable[[Any, Any], Any]:
+    """`==` / `!=` as cel-go evaluates them.
 
+    null equals only null; otherwise cel-go asks the left operand: the Kubernetes
+    Quantity and Semver types answer "no such overload" for another type (an error for
+    `==`; `!=` is true when `==` is not true), CEL's own types answer false.
+    """
 
-def op_ne(a: Any, b: Any) -> Any:
-    """`a != b`."""
-    return _error_of(a, b) or celtypes.BoolType(not equal(a, b))
+    def evaluate(a: Any, b: Any) -> Any:
+        error = _error_of(a, b)
+        if error:
+            return error
+        if a is None or b is None:
+            return celtypes.BoolType(((a is None) == (b is None)) is not negate)
+        if isinstance(a, Quantity | Semver) and type(a) is not type(b):
+            # `!=` is "not equal to true" in cel-go: never this error.
+            return celtypes.BoolType(True) if negate else no_overload(
+                f"{type_name(a)} == {type_name(b)}")  # fmt: skip
+        return celtypes.BoolType(equal(a, b) is not negate)
+
+    return evaluate
 
 
 def op_in(item: Any, container: Any) -> Any:
@@ -94,7 +110,7 @@ def _ordering(symbol: str, compare: Callable[[Any, Any], bool]) -> Callable[[Any
             return error
         if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
             return celtypes.BoolType(compare(_number(a), _number(b)))
-        same = type(a) is type(b)
+        same = type_name(a) == type_name(b)
         if same and isinstance(a, celtypes.BoolType):
             return celtypes.BoolType(compare(bool(a), bool(b)))
         if same and isinstance(a, _ORDERED):
@@ -130,9 +146,84 @@ def op_not(value: Any) -> Any:
     return no_overload(f"!{type_name(value)}")
 
 
+def op_add(a: Any, b: Any) -> Any:
+    """`a + b` as celpy computes it, with a CEL-typed result (celpy gives str / list)."""
+    error = _error_of(a, b)
+    if error:
+        return error
+    result = operator.add(a, b)
+    for kind, wrap in _WRAPPERS:
+        if type(result) is kind:
+            return wrap(result)
+    return result
+
+
+_WRAPPERS: tuple[tuple[type, Any], ...] = (
+    (str, celtypes.StringType),
+    (list, celtypes.ListType),
+    (bytes, celtypes.BytesType),
+)
+
+
+def op_divide(a: Any, b: Any) -> Any:
+    """`a / b`; a double divided by zero is IEEE 754 (inf, or NaN for 0.0 / 0.0)."""
+    error = _error_of(a, b)
+    if error:
+        return error
+    if isinstance(a, celtypes.DoubleType) and isinstance(b, celtypes.DoubleType) and not b:
+        x, y = float(a), float(b)  # celpy's DoubleType refuses to compare with a Python int
+        if x == 0.0 or math.isnan(x):
+            return celtypes.DoubleType(math.nan)
+        return celtypes.DoubleType(math.copysign(math.inf, x) * math.copysign(1.0, y))
+    return operator.truediv(a, b)
+
+
+def op_index(container: Any, key: Any) -> Any:
+    """`list[i]` (in bounds, else an error) and `map[key]` ("no such key")."""
+    error = _error_of(container, key)
+    if error:
+        return error
+    if isinstance(container, list):
+        if not isinstance(key, celtypes.IntType | celtypes.UintType):
+            return no_overload(f"list[{type_name(key)}]")
+        if not 0 <= key < len(container):
+            return CELEvalError(f"index out of bounds: {key}")
+        return container[key]
+    if isinstance(container, dict):
+        try:
+            return container[key]
+        except KeyError:
+            return CELEvalError(f"no such key: {key}")
+    return CELEvalError(f"no such key: {key}")
+
+
+_DECIMAL = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _conversion(name: str, convert: Any) -> Callable[[Any], Any]:
+    """int() / uint(): a string must be plain decimal, as Go's strconv parses it."""
+
+    def evaluate(value: Any) -> Any:
+        if isinstance(value, str) and not _DECIMAL.match(value):
+            return CELEvalError(f"type conversion error from 'string' to '{name}'")
+        return convert(value)
+
+    return evaluate
+
+
+# Called for `int(x)` / `uint(x)`; the names themselves stay celpy's type values
+# (`type(1) == int`).
+CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "int": _conversion("int", celtypes.IntType),
+    "uint": _conversion("uint", celtypes.UintType),
+}
+
 OPERATORS: dict[str, Callable[..., Any]] = {
-    "_==_": op_eq,
-    "_!=_": op_ne,
+    "_==_": _equality(negate=False),
+    "_!=_": _equality(negate=True),
+    "_+_": op_add,
+    "_/_": op_divide,
+    "_[_]": op_index,
     "_in_": op_in,
     "_<_": _ordering("<", operator.lt),
     "_<=_": _ordering("<=", operator.le),

@@ -3,8 +3,8 @@
 `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`, `replace`, `split`,
 `substring`, `trim` on strings and `join` on lists of strings. Indexes count code points,
 as cel-go counts runes; an index out of range is a runtime error, as there.
-`startsWith`, `endsWith`, `contains`, `matches` and `size` are CEL's standard functions,
-which celpy provides itself (`matches` with RE2, like cel-go).
+`startsWith`, `endsWith` and `size` are CEL's standard functions, which celpy provides;
+`contains` is too, but celpy's also accepts a list, so it is defined here for strings.
 """
 
 from __future__ import annotations
@@ -55,19 +55,32 @@ def char_at(text: str, index: int) -> Any:
 
 @_string_method("indexOf", str, int)
 def index_of(text: str, sub: str, offset: int = 0) -> Any:
-    """`s.indexOf(sub[, offset])`: the first index of sub at or after offset, else -1."""
-    if not 0 <= offset <= len(text):
+    """`s.indexOf(sub[, offset])`: the first index of sub at or after offset, else -1.
+
+    As cel-go: "" is found at the offset itself, a negative offset is an error, an
+    offset past the end finds nothing.
+    """
+    if not sub:
+        return celtypes.IntType(offset)
+    if offset < 0:
         return _out_of_range(offset, "indexOf")
-    return celtypes.IntType(text.find(sub, offset))
+    return celtypes.IntType(text.find(sub, offset) if offset < len(text) else -1)
 
 
 @_string_method("lastIndexOf", str, int)
 def last_index_of(text: str, sub: str, offset: int | None = None) -> Any:
     """`s.lastIndexOf(sub[, offset])`: the last index of sub at or before offset, else -1."""
-    start = len(text) if offset is None else offset
-    if not 0 <= start <= len(text):
-        return _out_of_range(start, "lastIndexOf")
-    return celtypes.IntType(text.rfind(sub, 0, start + len(sub)))
+    if offset is None:
+        if not sub:
+            return celtypes.IntType(len(text))
+        offset = len(text) - 1
+    if not sub:
+        return celtypes.IntType(offset)
+    if offset < 0:
+        return _out_of_range(offset, "lastIndexOf")
+    if offset >= len(text):
+        return celtypes.IntType(-1)
+    return celtypes.IntType(text.rfind(sub, 0, offset + len(sub)))
 
 
 @_string_method("lowerAscii")
@@ -105,10 +118,23 @@ def split(text: str, separator: str, limit: int = -1) -> Any:
 @_string_method("substring", int, int)
 def substring(text: str, start: int, end: int | None = None) -> Any:
     """`s.substring(start[, end])`."""
-    stop = len(text) if end is None else end
-    if not 0 <= start <= stop <= len(text):
-        return CELEvalError(f"substring: index out of range: [{start}:{stop}]")
+    if end is None:
+        if not 0 <= start <= len(text):
+            return _out_of_range(start, "substring")
+        return celtypes.StringType(text[start:])
+    stop = end
+    if start > stop:
+        return CELEvalError(f"substring: invalid substring range. start: {start}, end: {stop}")
+    for index in (start, stop):
+        if not 0 <= index <= len(text):
+            return _out_of_range(index, "substring")
     return celtypes.StringType(text[start:stop])
+
+
+@_string_method("contains", str)
+def contains(text: str, sub: str) -> Any:
+    """`s.contains(sub)` (strings only: a list uses `in`)."""
+    return celtypes.BoolType(sub in text)
 
 
 @_string_method("trim")
@@ -136,5 +162,6 @@ STRING_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "split": split,
     "substring": substring,
     "trim": trim,
+    "contains": contains,
     "join": join,
 }

@@ -2,17 +2,20 @@
 
 Kubernetes compiles a selector with declared types: `device.driver` is a string,
 `device.allowMultipleAllocations` a bool, `device.capacity[d][n]` a quantity, attribute
-values are dyn (known only at run time). Where both operands of an operator have a
-type known this way (literals, those fields, function results), a mismatch such as
-`device.driver == 1`, `"a" + 1`, `quantity("1") < quantity("2")` or a selector of type
-int is a compile error there, not a false at run time: so it is here
-(`check_types` raises CheckError). Anything involving dyn is left to run time, as in
-cel-go.
+values are dyn (known only at run time). Where operand types are known this way
+(literals, those fields, function results), an operator, function or method without an
+overload for them (`device.driver == 1`, `"a" + 1`, `quantity("1") < quantity("2")`,
+`s.startsWith(1)`, a selector of type int) is a compile error there, not a false at run
+time, and so it is here (`check_types` raises CheckError). A type that has no overload at
+all for an operator fails even against dyn (`attr < semver("1.0.0")`); anything else
+involving dyn is left to run time, as in cel-go. Element types of list and map literals
+are not tracked (`[1] == [1.0]` evaluates here; Kubernetes refuses it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import lark
 
@@ -33,30 +36,46 @@ _FUNCTION_RESULTS: dict[str, Type] = {
     "size": "int", "int": "int", "uint": "uint", "double": "double", "string": "string",
     "bytes": "bytes", "bool": "bool", "matches": "bool", "has": "bool",
     "timestamp": "google.protobuf.Timestamp", "duration": "google.protobuf.Duration",
+    "sign": "int",
 }  # fmt: skip
-_STRING = frozenset({"string"})
+_S, _I, _B = frozenset({"string"}), frozenset({"int"}), frozenset({"bool"})
 _STRING_RESULTS = ("charAt", "lowerAscii", "upperAscii", "replace", "substring", "trim", "find")
 # method -> (receiver types it has overloads for, result type)
 _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
     "compareTo": (frozenset({QUANTITY, SEMVER}), "int"),
     "isGreaterThan": (frozenset({QUANTITY, SEMVER}), "bool"),
     "isLessThan": (frozenset({QUANTITY, SEMVER}), "bool"),
-    **{m: (frozenset({QUANTITY}), "int") for m in ("sign", "asInteger")},
+    "asInteger": (frozenset({QUANTITY}), "int"),
     "isInteger": (frozenset({QUANTITY}), "bool"),
     "asApproximateFloat": (frozenset({QUANTITY}), "double"),
     **{m: (frozenset({QUANTITY}), QUANTITY) for m in ("add", "sub")},
     **{m: (frozenset({SEMVER}), "int") for m in ("major", "minor", "patch")},
-    **{m: (_STRING, "bool") for m in ("startsWith", "endsWith", "contains", "matches")},
-    **{m: (_STRING, "string") for m in _STRING_RESULTS},
+    **{m: (_S, "bool") for m in ("startsWith", "endsWith", "contains", "matches")},
+    **{m: (_S, "string") for m in _STRING_RESULTS},
     **{m: (frozenset({"string", "list"}), "int") for m in ("indexOf", "lastIndexOf")},
     "isSorted": (frozenset({"list"}), "bool"),
     **{m: (frozenset({"list"}), None) for m in ("sum", "min", "max")},
-    **{m: (_STRING, "list") for m in ("split", "findAll")},
+    **{m: (_S, "list") for m in ("split", "findAll")},
     "join": (frozenset({"list"}), "string"),
     "size": (frozenset({"string", "bytes", "list", "map"}), "int"),
     **{m: (None, "bool") for m in ("all", "exists", "exists_one", "includes")},
     **{m: (None, "list") for m in ("map", "filter")},
 }
+
+
+_SIZED = frozenset({"string", "bytes", "list", "map"})
+# Argument types the overloads take, by position (None: any); the receiver is not listed.
+_ARGUMENTS: dict[str, tuple[frozenset[str] | None, ...]] = {
+    **{m: (_S,) for m in ("startsWith", "endsWith", "contains", "matches", "find", "join")},
+    "findAll": (_S, _I), "charAt": (_I,), "indexOf": (None, _I), "lastIndexOf": (None, _I),
+    "replace": (_S, _S, _I), "split": (_S, _I), "substring": (_I, _I),
+    **{m: (frozenset({QUANTITY, SEMVER}),) for m in ("compareTo", "isGreaterThan", "isLessThan")},
+    **{m: (frozenset({QUANTITY, "int"}),) for m in ("add", "sub")},
+}  # fmt: skip
+_FUNCTION_ARGUMENTS: dict[str, tuple[frozenset[str] | None, ...]] = {
+    "quantity": (_S,), "isQuantity": (_S,), "semver": (_S, _B), "isSemver": (_S, _B),
+    "sign": (frozenset({QUANTITY}),), "size": (_SIZED,), "matches": (_S, _S),
+}  # fmt: skip
 
 
 def check_types(tree: Node) -> None:
@@ -97,16 +116,19 @@ def _relation(tree: Node) -> Type:
     left, right = _type(operator_tree.children[0]), _type(right_tree)
     operator = str(operator_tree.data).removeprefix("relation_")
     left, right = _kind(left), _kind(right)
+    symbol = _SYMBOLS[operator]
+    known = {t for t in (left, right) if t is not None}
+    ordering = operator in ("lt", "le", "gt", "ge")
+    # A type with no overload at all for the operator fails even against dyn.
+    if ordering and not known <= NUMBERS | ORDERED:
+        raise _mismatch(tree, symbol, left, right)
+    if operator == "in" and right is not None and right not in ("list", "map"):
+        raise _mismatch(tree, symbol, left, right)
     if left is None or right is None:
         return "bool"
-    symbol = _SYMBOLS[operator]
     if operator in ("eq", "ne") and left != right:
         raise _mismatch(tree, symbol, left, right)
-    if operator in ("lt", "le", "gt", "ge") and not (
-        {left, right} <= NUMBERS or (left == right and left in ORDERED)
-    ):
-        raise _mismatch(tree, symbol, left, right)
-    if operator == "in" and right not in ("list", "map"):
+    if ordering and not (known <= NUMBERS or left == right):
         raise _mismatch(tree, symbol, left, right)
     return "bool"
 
@@ -120,17 +142,26 @@ def _arithmetic(tree: Node) -> Type:
         return _type(tree.children[0])
     operator_tree, right_tree = tree.children
     left, right = _type(operator_tree.children[0]), _type(right_tree)
-    times = {"google.protobuf.Timestamp", "google.protobuf.Duration"}
-    if left is None or right is None or {left, right} & times:
-        return None  # dyn, or time arithmetic (timestamp + duration, ...): run time decides
     symbol = str(operator_tree.data).split("_")[1]
-    allowed = NUMBERS | ({"string", "bytes", "list"} if symbol == "add" else set())
-    if left != right or left not in allowed or (symbol == "mod" and left == "double"):
-        raise _mismatch(tree, f"_{_ARITHMETIC[symbol]}_", left, right)
+    name = f"_{_ARITHMETIC[symbol]}_"
+    if any(t is not None and _kind(t) not in _OPERANDS[symbol] for t in (left, right)):
+        raise _mismatch(tree, name, left, right)  # no overload takes that type
+    if left is None or right is None or {left, right} & _TIMES:
+        return None  # dyn, or time arithmetic (timestamp + duration, ...): run time decides
+    if left != right:
+        raise _mismatch(tree, name, left, right)
     return left
 
 
 _ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+_TIMES = frozenset({"google.protobuf.Timestamp", "google.protobuf.Duration"})
+_OPERANDS = {
+    "add": NUMBERS | _TIMES | {"string", "bytes", "list"},
+    "sub": NUMBERS | _TIMES,
+    "mul": NUMBERS,
+    "div": NUMBERS,
+    "mod": frozenset({"int", "uint"}),
+}
 
 
 def _logical(name: str) -> Callable[[Node], Type]:
@@ -163,7 +194,7 @@ def _conditional(tree: Node) -> Type:
     if len(tree.children) == 1:
         return _type(tree.children[0])
     condition, yes, no = (_type(child) for child in tree.children)
-    if condition not in (None, "bool"):
+    if condition not in (None, "bool") or (yes and no and _kind(yes) != _kind(no)):
         raise _mismatch(tree, "_?_:_", condition, yes, no)
     return yes if yes == no else None
 
@@ -177,8 +208,10 @@ def _field(tree: Node) -> Type:
 
 def _index(tree: Node) -> Type:
     target, key = tree.children
-    _type(key)
-    return _element(_type(target))
+    container, key_type = _type(target), _type(key)
+    if container and container.startswith("map(string, ") and key_type not in (None, "string"):
+        raise _mismatch(tree, "_[_]", container, key_type)
+    return _element(container)
 
 
 def _element(container: Type) -> Type:
@@ -192,9 +225,8 @@ def _element(container: Type) -> Type:
 def _function(tree: Node) -> Type:
     name, args = str(tree.children[0]), _arguments(tree, 1)
     types = [_type(arg) for arg in args]
-    takes_string = name in ("quantity", "semver", "isQuantity", "isSemver")
-    if takes_string and types[0] not in (None, "string"):
-        raise _mismatch(tree, name, *types)
+    kinds = [_kind(t) for t in types]
+    _check_arguments(tree, name, _FUNCTION_ARGUMENTS.get(name, ()), kinds, shown=kinds)
     return _FUNCTION_RESULTS.get(name)
 
 
@@ -223,6 +255,16 @@ def _check_receiver(tree: Node, name: str, receiver: Type, args: list[Type]) -> 
     same_kind = ("compareTo", "isGreaterThan", "isLessThan")
     if name in same_kind and receiver and args and args[0] and args[0] != receiver:
         raise _mismatch(tree, name, receiver, *args)
+    _check_arguments(tree, name, _ARGUMENTS.get(name, ()), args, shown=[receiver, *args])
+
+
+def _check_arguments(
+    tree: Node, name: str, allowed: tuple[Any, ...], args: list[Type], shown: list[Type]
+) -> None:
+    """Raise for an argument of a type that no overload of `name` takes."""
+    for kinds, value in zip(allowed, args, strict=False):
+        if kinds is not None and value is not None and value not in kinds:
+            raise _mismatch(tree, name, *shown)
 
 
 def _collection(kind: str) -> Callable[[Node], Type]:

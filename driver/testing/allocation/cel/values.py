@@ -30,6 +30,8 @@ class Quantity:
     @classmethod
     def parse(cls, text: str) -> Quantity:
         """The quantity `text` spells; QuantityError when it is not one."""
+        if text != text.strip():  # resource.ParseQuantity takes no surrounding space
+            raise QuantityError(f"{text!r} is not a valid quantity")
         return cls(parse_quantity(text))
 
     def compare(self, other: Quantity) -> int:
