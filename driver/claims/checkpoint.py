@@ -31,7 +31,7 @@ from driver.atomicfile import (
 from driver.claims.cdi import CdiError, cdi_kind, spec_file_name
 from driver.claims.plan import PreparedClaim
 from driver.claims.record import RecordError, from_payload, to_payload
-from driver.textlimits import JsonLimitError, clip, json_depth, load_json, one_line
+from driver.textlimits import JsonLimitError, clip, load_json, one_line, value_depth
 
 FORMAT_VERSION = 1
 RECORD_KIND = "simdra.ClaimRecord"
@@ -213,10 +213,11 @@ def encode_record(claim: PreparedClaim) -> bytes:
     }
     data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
     # Refused here, so that no record is written that reading would refuse.
-    if len(data) > MAX_RECORD_BYTES or json_depth(data) > MAX_RECORD_DEPTH:
+    depth = value_depth(record, MAX_RECORD_DEPTH)
+    if len(data) > MAX_RECORD_BYTES or depth > MAX_RECORD_DEPTH:
         raise ValueError(
             f"the checkpoint record of claim {claim.claim.uid} would be {len(data)} bytes "
-            f"nested {json_depth(data)} levels; the limits are {MAX_RECORD_BYTES} bytes and "
+            f"nested {depth} levels; the limits are {MAX_RECORD_BYTES} bytes and "
             f"{MAX_RECORD_DEPTH} levels"
         )
     return data
