@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from driver import atomicfile
 from driver.atomicfile import (
     check_safe_name,
     own_directory,
@@ -81,9 +82,16 @@ class Checkpoint:
         """The record path of a claim; ValueError when the UID is not a safe file name."""
         return safe_child(self.directory, f"{claim_uid}{RECORD_SUFFIX}")
 
-    def save(self, claim: PreparedClaim) -> None:
-        """Write (or replace) the record of `claim`, atomically and durably."""
-        write_atomic(self.path_for(claim.claim.uid), encode_record(claim), RECORD_MODE)
+    def save(self, claim: PreparedClaim, *, sync: bool = True) -> None:
+        """Write (or replace) the record of `claim`, atomically and durably (with
+        `sync=False`: durable after the next `sync`, for writes that share one)."""
+        write_atomic(
+            self.path_for(claim.claim.uid), encode_record(claim), RECORD_MODE, sync_dir=sync
+        )
+
+    def sync(self) -> None:
+        """Make the records written with `sync=False` durable (one directory fsync)."""
+        atomicfile.fsync_dir(self.directory)
 
     def remove(self, claim_uid: str) -> bool:
         """Remove a claim's record durably; True when there was one."""

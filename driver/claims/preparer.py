@@ -26,11 +26,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from driver import atomicfile
 from driver.atomicfile import (
     TEMP_SUFFIX,
     make_directory,
@@ -39,6 +41,7 @@ from driver.atomicfile import (
     write_atomic,
 )
 from driver.claims.allocation import parse_claim
+from driver.claims.batching import GroupCommit
 from driver.claims.cdi import (
     CDI_DIR_MODE,
     CDI_SPEC_MODE,
@@ -125,6 +128,7 @@ class Preparer:
         self._reservations: dict[str, Reservation] = {}
         self._ledger = CapacityLedger()
         self._stamp: Stamp | None = None
+        self._prepares = GroupCommit(self._prepare_batch)
         with self._serialize():
             self._recover()
             self._stamp = self._checkpoint.stamp()
@@ -151,17 +155,24 @@ class Preparer:
 
         Claims are read from the API server before taking the lock, as the Go helper
         does: a slow API server then delays this call only, not the unprepares and
-        prepares of other pods waiting for the lock."""
+        prepares of other pods waiting for the lock. Calls that wait for the lock
+        together are then written together (see `_prepare_batch`)."""
         fetched = self._fetch([ref for ref in claims if ref.uid not in self._records])
+        return self._prepares.submit((claims, fetched))
+
+    def _prepare_batch(
+        self, requests: Sequence[tuple[list[ClaimRef], dict[str, _Fetched]]]
+    ) -> list[dict[str, PrepareResult]]:
+        """One serialized section for the claims of several concurrent calls."""
         with self._serialize():
             self._refresh()
             try:
-                return {
-                    ref.uid: _in_context(ref, lambda r: self._prepare_one(r, fetched.get(r.uid)))
-                    for ref in claims
-                }
+                answers = self._prepare_all(
+                    [(ref, fetched.get(ref.uid)) for claims, fetched in requests for ref in claims]
+                )
             finally:
                 self._stamp = self._checkpoint.stamp()
+        return [{ref.uid: answers[ref.uid] for ref in claims} for claims, _ in requests]
 
     def _fetch(self, claims: list[ClaimRef]) -> dict[str, _Fetched]:
         """Each claim's JSON, or the exception reading it raised (reported later, as that
@@ -194,42 +205,140 @@ class Preparer:
 
     # --- prepare ------------------------------------------------------------------
 
-    def _prepare_one(self, ref: ClaimRef, fetched: _Fetched | None) -> PrepareResult:
+    def _prepare_all(
+        self, claims: list[tuple[ClaimRef, _Fetched | None]]
+    ) -> dict[str, PrepareResult]:
+        """Plan and check every claim in order (each against the ledger holding the ones
+        before it), then write them in phases, each phase's fsyncs shared: all records,
+        one fsync of their directory, then all CDI specs, one fsync of theirs. A CDI spec
+        is still never in place before its record is durable."""
+        answers: dict[str, PrepareResult] = {}
+        planned: dict[str, _Planned] = {}
+        for ref, fetched in claims:
+            if ref.uid in answers or ref.uid in planned:
+                continue  # the same claim twice in one batch: one answer
+            outcome = _in_context(ref, lambda r, f=fetched: self._start_prepare(r, f))
+            if isinstance(outcome, _Planned):
+                planned[ref.uid] = outcome
+            else:
+                answers[ref.uid] = outcome
+        if planned:
+            answers.update(self._write_prepared(list(planned.values())))
+        return answers
+
+    def _start_prepare(self, ref: ClaimRef, fetched: _Fetched | None) -> PrepareResult | _Planned:
+        """A claim's answer when it needs no writes (an error, or already prepared), else
+        its plan, held in the ledger so that the claims after it are checked against it."""
         progress = _Progress("check claim uid")
         try:
-            prepared = self._prepare_claim(ref, fetched, progress)
-        except ClaimError as exc:
+            self._record_path(ref)
+            spec_path = self._spec_path(ref)
+            check_ref(ref)
+            if ref.uid in self._corrupt:
+                raise ClaimError(
+                    f"{_label(ref)}: {self._corrupt[ref.uid]}; not preparing it again "
+                    "(an unprepare of the claim moves the record aside)"
+                )
+            recorded = self._records.get(ref.uid)
+            if recorded is not None:
+                # Already prepared (kubelet restart, retry): same answer, no redo, no fetch.
+                progress.step = "restore CDI spec"
+                self._ensure_spec(recorded)
+                self._report_status(ref, recorded)
+                return recorded.result
+            prepared = self._plan(ref, fetched, progress)
+        except Exception as exc:
+            return self._failed(ref, progress, exc)
+        self._ledger.add(prepared)
+        return _Planned(ref, prepared, spec_path, progress)
+
+    def _failed(self, ref: ClaimRef, progress: _Progress, exc: Exception) -> PrepareResult:
+        if isinstance(exc, ClaimError):
             error = clip_error(f"{exc} [step: {progress.step}]")
             log.warning("prepare failed at step %r: %s", progress.step, error)
             return PrepareResult(error=error)
-        except Exception as exc:
-            log.exception("prepare of %s failed at step %r", _label(ref), progress.step)
-            return PrepareResult(error=progress.failure(ref, exc))
-        self._report_status(ref, prepared)
-        return prepared.result
+        log.exception("prepare of %s failed at step %r", _label(ref), progress.step)
+        return PrepareResult(error=progress.failure(ref, exc))
 
-    def _prepare_claim(
-        self, ref: ClaimRef, fetched: _Fetched | None, progress: _Progress
-    ) -> PreparedClaim:
-        self._record_path(ref)
-        spec_path = self._spec_path(ref)
-        check_ref(ref)
-        if ref.uid in self._corrupt:
-            raise ClaimError(
-                f"{_label(ref)}: {self._corrupt[ref.uid]}; not preparing it again "
-                "(an unprepare of the claim moves the record aside)"
-            )
-        recorded = self._records.get(ref.uid)
-        if recorded is not None:
-            # Already prepared (kubelet restart, retry): same answer, no redo, no fetch.
-            progress.step = "restore CDI spec"
-            self._ensure_spec(recorded)
-            return recorded
-        prepared = self._plan(ref, fetched, progress)
-        with self._reread_on_failure():
-            self._act(prepared, spec_path, progress)
-        log.info("prepared %s: %s", _label(ref), [u.cdi_id for u in prepared.units])
-        return prepared
+    def _write_prepared(self, planned: list[_Planned]) -> dict[str, PrepareResult]:
+        """Records, one directory fsync, CDI specs, one directory fsync, answers.
+
+        A failure fails its claim (a failed directory fsync: every claim whose file it
+        was to make durable); afterwards memory is re-read from disk, since a rename can
+        have taken effect before the step that failed."""
+        answers: dict[str, PrepareResult] = {}
+
+        def fail(item: _Planned, exc: Exception) -> None:
+            answers[item.ref.uid] = _in_context(
+                item.ref, lambda r: self._failed(r, item.progress, exc))
+
+        written = self._phase(planned, "write checkpoint", self._save_record, fail)
+        written = self._sync(written, self._checkpoint.sync, fail)
+        for item in planned:
+            if item.ref.uid in answers:
+                self._ledger.remove(item.ref.uid)  # never recorded: it holds nothing
+        for item in written:
+            self._records[item.ref.uid] = item.prepared
+        specs = self._phase(written, "write CDI spec", self._write_spec, fail)
+        specs = self._sync(specs, lambda: atomicfile.fsync_dir(self._cdi_root), fail)
+        done = self._phase(specs, "answer", lambda item: None, fail)
+        if len(done) < len(planned):
+            self._resync()
+        for item in done:
+            log.info("prepared %s: %s", _label(item.ref), [u.cdi_id for u in item.prepared.units])
+            self._report_status(item.ref, item.prepared)
+            answers[item.ref.uid] = item.prepared.result
+        return answers
+
+    def _phase(
+        self,
+        items: list[_Planned],
+        step: str,
+        act: Callable[[_Planned], None],
+        fail: Callable[[_Planned, Exception], None],
+    ) -> list[_Planned]:
+        """Run `act` for each item at `step` (after the fault hook); the ones it did."""
+        done = []
+        for item in items:
+            item.progress.step = step
+            try:
+                _in_context(item.ref, lambda r: self._fault(step))
+                act(item)
+            except Exception as exc:
+                fail(item, exc)
+                continue
+            done.append(item)
+        return done
+
+    def _sync(
+        self,
+        items: list[_Planned],
+        sync: Callable[[], None],
+        fail: Callable[[_Planned, Exception], None],
+    ) -> list[_Planned]:
+        """One fsync for the files `items` wrote; if it fails, they all failed."""
+        if not items:
+            return items
+        try:
+            sync()
+        except Exception as exc:
+            for item in items:
+                fail(item, exc)
+            return []
+        return items
+
+    def _save_record(self, item: _Planned) -> None:
+        self._checkpoint.mark_changing()
+        self._checkpoint.save(item.prepared, sync=False)
+
+    def _write_spec(self, item: _Planned) -> None:
+        write_atomic(item.spec_path, item.prepared.spec_bytes(), CDI_SPEC_MODE, sync_dir=False)
+
+    def _resync(self) -> None:
+        try:
+            self._load_records()
+        except Exception:  # the failures already reported are the ones that matter
+            log.exception("cannot re-read the checkpoint records after a failed step")
 
     def _report_status(self, ref: ClaimRef, prepared: PreparedClaim | None) -> None:
         """Tell the status writer; its failures never change the kubelet's answer."""
@@ -275,20 +384,6 @@ class Preparer:
                 self._device_hook(pool, device)
             except Exception as exc:  # reported as the claim's error
                 raise ClaimError(f"{label}: {exc}") from exc
-
-    def _act(self, prepared: PreparedClaim, spec_path: Path, progress: _Progress) -> None:
-        """Record first, then the CDI file: a CDI file never exists without a record."""
-        progress.step = "write checkpoint"
-        self._fault(progress.step)
-        self._checkpoint.mark_changing()
-        self._checkpoint.save(prepared)
-        self._records[prepared.claim.uid] = prepared
-        self._ledger.add(prepared)
-        progress.step = "write CDI spec"
-        self._fault(progress.step)
-        write_atomic(spec_path, prepared.spec_bytes(), CDI_SPEC_MODE)
-        progress.step = "answer"
-        self._fault(progress.step)
 
     def _ensure_spec(self, claim: PreparedClaim) -> None:
         """Make the claim's CDI file hold the recorded content; untouched when it does."""
@@ -438,6 +533,16 @@ class Preparer:
             raise ClaimError(
                 f"{_label(ref)}: claim uid is not usable in file names: {exc}"
             ) from None
+
+
+@dataclass
+class _Planned:
+    """A claim of a batch that passed its checks and waits for its files."""
+
+    ref: ClaimRef
+    prepared: PreparedClaim
+    spec_path: Path
+    progress: _Progress
 
 
 class _Progress:

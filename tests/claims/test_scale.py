@@ -161,3 +161,94 @@ def test_incremental_ledger_always_agrees_with_a_rebuild(seed):
         for reserved_uid, devices in reserved.items():
             fresh.reserve(reserved_uid, devices)
         assert _view(ledger, probes) == _view(fresh, probes)
+
+
+class _HeldLock:
+    """The serialize lock, held by the test until every call has queued."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.asked = threading.Event()  # a batch is about to take the lock
+
+    def __call__(self):
+        self.asked.set()
+        return self.lock
+
+
+def _concurrent_prepares(tmp_path, monkeypatch, count, fault=None):
+    from driver import atomicfile
+
+    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    source = StaticClaimSource()
+    refs = [_share(source, i, f"nic-{i % 2}") for i in range(count)]
+    held = _HeldLock()
+    preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data",
+                        serialize=held, fault=fault)
+    events = []
+    real_fsync, real_replace = atomicfile.fsync_dir, os.replace
+
+    def fsync_dir(path):
+        events.append(("fsync", pathlib.Path(path).name))
+        real_fsync(path)
+
+    def replace(src, dst):
+        events.append(("rename", pathlib.Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(atomicfile, "fsync_dir", fsync_dir)
+    monkeypatch.setattr(atomicfile.os, "replace", replace)
+    answers, errors = {}, []
+
+    def call(ref):
+        try:
+            answers.update(preparer.prepare([ref]))
+        except BaseException as exc:  # a simulated crash reaches every caller of the batch
+            errors.append(exc)
+
+    held.asked.clear()  # set by the preparer's start-up
+    held.lock.acquire()
+    threads = [threading.Thread(target=call, args=(ref,)) for ref in refs]
+    threads[0].start()
+    assert held.asked.wait(30)  # the first call leads a batch of its own
+    for thread in threads[1:]:
+        thread.start()
+    while preparer._prepares.waiting < count - 1:  # the others queue behind it
+        threading.Event().wait(0.001)
+    held.lock.release()
+    for thread in threads:
+        thread.join(30)
+    return refs, answers, errors, events
+
+
+def test_concurrent_prepares_share_their_directory_fsyncs(tmp_path, monkeypatch):
+    refs, answers, errors, events = _concurrent_prepares(tmp_path, monkeypatch, 10)
+    assert errors == [] and all(not answers[r.uid].error for r in refs)
+    fsyncs = [name for kind, name in events if kind == "fsync"]
+    # The first call alone, then the nine that queued meanwhile: two batches.
+    assert fsyncs == ["claims", "cdi", "claims", "cdi"]
+    for ref in refs:  # each record was durable before its CDI spec was in place
+        record = events.index(("rename", f"{ref.uid}.json"))
+        spec = events.index(("rename", f"k8s.{DRIVER}-device_{ref.uid}.json"))
+        assert ("fsync", "claims") in events[record:spec]
+
+
+def test_a_crash_in_the_middle_of_a_batch_converges_after_restart(tmp_path, monkeypatch):
+    specs = []
+
+    def crash_at_third_spec(step):
+        if step == "write CDI spec":
+            specs.append(step)
+            if len(specs) == 4:  # the first batch had one claim; this is the third of nine
+                raise Crash(step)
+
+    refs, _answers, errors, _ = _concurrent_prepares(
+        tmp_path, monkeypatch, 10, fault=crash_at_third_spec)
+    assert len(errors) == 9 and all(isinstance(e, Crash) for e in errors)
+    monkeypatch.undo()
+    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    source = StaticClaimSource()
+    restarted = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data")
+    records = {p.stem for p in (tmp_path / "data" / "claims").glob("*.json")}
+    spec_uids = {p.name.split("_", 1)[1][:-5] for p in (tmp_path / "cdi").iterdir()}
+    assert records == spec_uids == {r.uid for r in refs}  # every record got its spec back
+    assert sorted(restarted.prepared()) == sorted(records)
