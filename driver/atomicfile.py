@@ -120,14 +120,16 @@ def write_atomic(
         fsync_dir(target.parent)
 
 
-def remove_durable(path: str | os.PathLike[str]) -> bool:
-    """Remove `path` if it exists and make the removal durable; True when it existed."""
+def remove_durable(path: str | os.PathLike[str], *, sync_dir: bool = True) -> bool:
+    """Remove `path` if it exists and make the removal durable (with `sync_dir=False`:
+    once the caller fsyncs the directory); True when it existed."""
     target = Path(path)
     try:
         os.unlink(target)
     except FileNotFoundError:
         return False
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
     return True
 
 

@@ -93,9 +93,10 @@ class Checkpoint:
         """Make the records written with `sync=False` durable (one directory fsync)."""
         atomicfile.fsync_dir(self.directory)
 
-    def remove(self, claim_uid: str) -> bool:
-        """Remove a claim's record durably; True when there was one."""
-        return remove_durable(self.path_for(claim_uid))
+    def remove(self, claim_uid: str, *, sync: bool = True) -> bool:
+        """Remove a claim's record durably (with `sync=False`: after the next `sync`);
+        True when there was one."""
+        return remove_durable(self.path_for(claim_uid), sync_dir=sync)
 
     def quarantine(self, claim_uid: str) -> Path | None:
         """Move a claim's (corrupt) record aside to `<uid>.json.corrupt[.N]`, never

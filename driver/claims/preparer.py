@@ -12,6 +12,14 @@ leftovers), rewrites missing CDI files of recorded claims, and drops temp files 
 interrupted writes. The in-memory records and ledger mirror the checkpoint: they are
 updated right after the record is written or removed.
 
+Group commit: calls that queue for the serialized section while one runs are taken in
+together as one batch (`driver.claims.batching`), and each step runs for every claim of
+the batch before the next: for prepare, all records, one fsync of their directory, then
+all CDI specs, one fsync of theirs; for unprepare, specs then records likewise. Every
+claim keeps the order above, so the crash promise holds claim by claim, and the fsyncs
+are shared. Claims are planned one after the other, each against a ledger that already
+holds the claims planned before it.
+
 Two instances may share the directories during a rolling update (facts 6.1), serialized
 by a file lock. Memory is the source of truth while the process lives: records are
 written through and read back only at start-up and when another process may have
@@ -26,8 +34,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -129,6 +137,7 @@ class Preparer:
         self._ledger = CapacityLedger()
         self._stamp: Stamp | None = None
         self._prepares = GroupCommit(self._prepare_batch)
+        self._unprepares = GroupCommit(self._unprepare_batch)
         with self._serialize():
             self._recover()
             self._stamp = self._checkpoint.stamp()
@@ -186,13 +195,21 @@ class Preparer:
         return fetched
 
     def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
-        """Unprepare each claim from persisted state alone; unknown UIDs succeed."""
+        """Unprepare each claim from persisted state alone; unknown UIDs succeed. Calls
+        that wait for the lock together are written together, as prepares are."""
+        return self._unprepares.submit(claims)
+
+    def _unprepare_batch(
+        self, requests: Sequence[list[ClaimRef]]
+    ) -> list[dict[str, UnprepareResult]]:
+        """One serialized section for the claims of several concurrent calls."""
         with self._serialize():
             self._refresh()
             try:
-                return {ref.uid: _in_context(ref, self._unprepare_one) for ref in claims}
+                answers = self._unprepare_all([ref for claims in requests for ref in claims])
             finally:
                 self._stamp = self._checkpoint.stamp()
+        return [{ref.uid: answers[ref.uid] for ref in claims} for claims in requests]
 
     def _refresh(self) -> None:
         """Reload the records if another instance changed them since our last call."""
@@ -250,7 +267,7 @@ class Preparer:
         except Exception as exc:
             return self._failed(ref, progress, exc)
         self._ledger.add(prepared)
-        return _Planned(ref, prepared, spec_path, progress)
+        return _Planned(ref, progress, prepared, spec_path)
 
     def _failed(self, ref: ClaimRef, progress: _Progress, exc: Exception) -> PrepareResult:
         if isinstance(exc, ClaimError):
@@ -269,8 +286,7 @@ class Preparer:
         answers: dict[str, PrepareResult] = {}
 
         def fail(item: _Planned, exc: Exception) -> None:
-            answers[item.ref.uid] = _in_context(
-                item.ref, lambda r: self._failed(r, item.progress, exc))
+            answers[item.ref.uid] = self._failed(item.ref, item.progress, exc)
 
         written = self._phase(planned, "write checkpoint", self._save_record, fail)
         written = self._sync(written, self._checkpoint.sync, fail)
@@ -292,30 +308,36 @@ class Preparer:
 
     def _phase(
         self,
-        items: list[_Planned],
+        items: list[Item],
         step: str,
-        act: Callable[[_Planned], None],
-        fail: Callable[[_Planned, Exception], None],
-    ) -> list[_Planned]:
-        """Run `act` for each item at `step` (after the fault hook); the ones it did."""
-        done = []
-        for item in items:
-            item.progress.step = step
+        act: Callable[[Item], None],
+        fail: Callable[[Item, Exception], None],
+    ) -> list[Item]:
+        """Run `act` for each item at `step`, after the fault hook, with the claim on
+        every log line; returns the items it succeeded for."""
+
+        def one(item: Item) -> bool:
             try:
-                _in_context(item.ref, lambda r: self._fault(step))
+                self._fault(step)
                 act(item)
             except Exception as exc:
                 fail(item, exc)
-                continue
-            done.append(item)
+                return False
+            return True
+
+        done = []
+        for item in items:
+            item.progress.step = step
+            if _in_context(item.ref, lambda r, i=item: one(i)):
+                done.append(item)
         return done
 
     def _sync(
         self,
-        items: list[_Planned],
+        items: list[Item],
         sync: Callable[[], None],
-        fail: Callable[[_Planned, Exception], None],
-    ) -> list[_Planned]:
+        fail: Callable[[Item, Exception], None],
+    ) -> list[Item]:
         """One fsync for the files `items` wrote; if it fails, they all failed."""
         if not items:
             return items
@@ -323,7 +345,7 @@ class Preparer:
             sync()
         except Exception as exc:
             for item in items:
-                fail(item, exc)
+                _in_context(item.ref, lambda r, i=item, e=exc: fail(i, e))
             return []
         return items
 
@@ -335,6 +357,12 @@ class Preparer:
         write_atomic(item.spec_path, item.prepared.spec_bytes(), CDI_SPEC_MODE, sync_dir=False)
 
     def _resync(self) -> None:
+        """Make memory mirror the checkpoint after a failed step.
+
+        A write or remove can fail after its rename or unlink took effect (the directory
+        fsync failed), and the stamp taken at the end of the call would hide that: the
+        ledger would miss a record on disk, or answer from one that is gone. So the
+        records are read again from disk."""
         try:
             self._load_records()
         except Exception:  # the failures already reported are the ones that matter
@@ -399,67 +427,67 @@ class Preparer:
 
     # --- unprepare ----------------------------------------------------------------
 
-    def _unprepare_one(self, ref: ClaimRef) -> UnprepareResult:
-        try:
-            self._record_path(ref)
-            spec_path = self._spec_path(ref)
-        except ClaimError as exc:
-            # Nothing can have been prepared under a UID that is not a safe file name, so
-            # there is nothing to undo; an error would only make the kubelet retry forever.
-            log.warning("unprepare: nothing to do for %s", exc)
-            return UnprepareResult()
-        progress = _Progress("remove CDI spec")
-        try:
-            with self._reread_on_failure():
-                self._unprepare_claim(ref, spec_path, progress)
-        except Exception as exc:
-            log.exception("unprepare of %s failed at step %r", _label(ref), progress.step)
-            return UnprepareResult(error=progress.failure(ref, exc))
-        self._report_status(ref, None)
-        return UnprepareResult()
-
-    def _unprepare_claim(self, ref: ClaimRef, spec_path: Path, progress: _Progress) -> None:
-        """CDI file first, then the record: a record may outlive its CDI file (restart
-        re-creates the file), never the other way round."""
-        self._fault(progress.step)
-        recorded = self._records.get(ref.uid)
-        if recorded is not None and recorded.cdi_file != spec_path.name:
-            remove_durable(safe_child(self._cdi_root, recorded.cdi_file))
-        remove_durable(spec_path)
-        if ref.uid in self._corrupt:
-            progress.step = "move corrupt checkpoint record aside"
-            self._fault(progress.step)
-            self._checkpoint.mark_changing()
-            moved = self._checkpoint.quarantine(ref.uid)
-            log.warning("unprepared %s; corrupt record kept as %s", _label(ref), moved)
-            del self._corrupt[ref.uid]
-        else:
-            progress.step = "remove checkpoint"
-            self._fault(progress.step)
-            if ref.uid in self._records or self._checkpoint.path_for(ref.uid).exists():
-                self._checkpoint.mark_changing()
-                self._checkpoint.remove(ref.uid)
-        self._records.pop(ref.uid, None)
-        self._reservations.pop(ref.uid, None)
-        self._ledger.remove(ref.uid)
-
-    @contextmanager
-    def _reread_on_failure(self) -> Iterator[None]:
-        """Keep memory mirroring the checkpoint when a side effect fails.
-
-        A write or remove can fail after its rename or unlink took effect (the directory
-        fsync failed), and the signature taken at the end of the call would hide that:
-        the ledger would miss a record on disk, or answer from one that is gone. So the
-        records are read again from disk.
-        """
-        try:
-            yield
-        except Exception:
+    def _unprepare_all(self, refs: list[ClaimRef]) -> dict[str, UnprepareResult]:
+        """CDI specs first (one directory fsync), then the records (one directory fsync):
+        a record may outlive its CDI file (restart re-creates the file), never the other
+        way round."""
+        answers: dict[str, UnprepareResult] = {}
+        items: dict[str, _Removal] = {}
+        for ref in refs:
+            if ref.uid in answers or ref.uid in items:
+                continue
             try:
-                self._load_records()
-            except Exception:  # the original failure is the one to report
-                log.exception("cannot re-read the checkpoint records after a failed step")
-            raise
+                self._record_path(ref)
+                spec_path = self._spec_path(ref)
+            except ClaimError as exc:
+                # Nothing can have been prepared under a UID that is not a safe file name,
+                # so there is nothing to undo; an error would make the kubelet retry forever.
+                log.warning("unprepare: nothing to do for %s", exc)
+                answers[ref.uid] = UnprepareResult()
+                continue
+            items[ref.uid] = _Removal(
+                ref, _Progress("remove CDI spec"), self._records.get(ref.uid), spec_path)
+
+        def fail(item: _Removal, exc: Exception) -> None:
+            log.exception("unprepare of %s failed at step %r", _label(item.ref),
+                          item.progress.step)
+            answers[item.ref.uid] = UnprepareResult(error=item.progress.failure(item.ref, exc))
+
+        pending = list(items.values())
+        specs = self._phase(pending, "remove CDI spec", self._remove_spec, fail)
+        specs = self._sync(specs, lambda: atomicfile.fsync_dir(self._cdi_root), fail)
+        removed = [i for i in specs if i.ref.uid not in self._corrupt]
+        corrupt = [i for i in specs if i.ref.uid in self._corrupt]
+        done = self._phase(corrupt, "move corrupt checkpoint record aside", self._set_aside, fail)
+        gone = self._phase(removed, "remove checkpoint", self._remove_record, fail)
+        done += self._sync(gone, self._checkpoint.sync, fail)
+        if len(done) < len(pending):
+            self._resync()
+        for item in done:
+            self._records.pop(item.ref.uid, None)
+            self._reservations.pop(item.ref.uid, None)
+            self._ledger.remove(item.ref.uid)
+            self._report_status(item.ref, None)
+            answers[item.ref.uid] = UnprepareResult()
+        return answers
+
+    def _remove_spec(self, item: _Removal) -> None:
+        recorded = item.recorded
+        if recorded is not None and recorded.cdi_file != item.spec_path.name:
+            remove_durable(safe_child(self._cdi_root, recorded.cdi_file), sync_dir=False)
+        remove_durable(item.spec_path, sync_dir=False)
+
+    def _set_aside(self, item: _Removal) -> None:
+        self._checkpoint.mark_changing()
+        moved = self._checkpoint.quarantine(item.ref.uid)
+        log.warning("unprepared %s; corrupt record kept as %s", _label(item.ref), moved)
+        del self._corrupt[item.ref.uid]
+
+    def _remove_record(self, item: _Removal) -> None:
+        uid = item.ref.uid
+        if uid in self._records or self._checkpoint.path_for(uid).exists():
+            self._checkpoint.mark_changing()
+            self._checkpoint.remove(uid, sync=False)
 
     # --- start-up -----------------------------------------------------------------
 
@@ -536,13 +564,30 @@ class Preparer:
 
 
 @dataclass
-class _Planned:
-    """A claim of a batch that passed its checks and waits for its files."""
+class _Item:
+    """A claim of a batch, and the step it is at."""
 
     ref: ClaimRef
+    progress: _Progress
+
+
+@dataclass
+class _Planned(_Item):
+    """A claim to prepare that passed its checks and waits for its files."""
+
     prepared: PreparedClaim
     spec_path: Path
-    progress: _Progress
+
+
+@dataclass
+class _Removal(_Item):
+    """A claim to unprepare: its spec file, and its record if it has one."""
+
+    recorded: PreparedClaim | None
+    spec_path: Path
+
+
+Item = TypeVar("Item", bound=_Item)
 
 
 class _Progress:

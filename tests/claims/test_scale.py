@@ -252,3 +252,36 @@ def test_a_crash_in_the_middle_of_a_batch_converges_after_restart(tmp_path, monk
     spec_uids = {p.name.split("_", 1)[1][:-5] for p in (tmp_path / "cdi").iterdir()}
     assert records == spec_uids == {r.uid for r in refs}  # every record got its spec back
     assert sorted(restarted.prepared()) == sorted(records)
+
+
+def test_concurrent_unprepares_share_their_directory_fsyncs(tmp_path, monkeypatch):
+    from driver import atomicfile
+
+    refs, _answers, _errors, _ = _concurrent_prepares(tmp_path, monkeypatch, 6)
+    monkeypatch.undo()
+    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    held = _HeldLock()
+    preparer = Preparer(DRIVER, StaticClaimSource(), lambda: inventory, tmp_path / "cdi",
+                        tmp_path / "data", serialize=held)
+    fsyncs = []
+    real = atomicfile.fsync_dir
+    monkeypatch.setattr(atomicfile, "fsync_dir",
+                        lambda path: (fsyncs.append(pathlib.Path(path).name), real(path)))
+    held.asked.clear()
+    held.lock.acquire()
+    answers = {}
+    threads = [threading.Thread(target=lambda r=ref: answers.update(preparer.unprepare([r])))
+               for ref in refs]
+    threads[0].start()
+    assert held.asked.wait(30)
+    for thread in threads[1:]:
+        thread.start()
+    while preparer._prepares.waiting + preparer._unprepares.waiting < len(refs) - 1:
+        threading.Event().wait(0.001)
+    held.lock.release()
+    for thread in threads:
+        thread.join(30)
+    assert all(not answers[r.uid].error for r in refs)
+    assert fsyncs == ["cdi", "claims", "cdi", "claims"]  # specs first, in two batches
+    assert list((tmp_path / "cdi").iterdir()) == []
+    assert list((tmp_path / "data" / "claims").glob("*.json")) == []
