@@ -455,12 +455,14 @@ class Preparer:
 
         pending = list(items.values())
         specs = self._phase(pending, "remove CDI spec", self._remove_spec, fail)
-        specs = self._sync(specs, lambda: atomicfile.fsync_dir(self._cdi_root), fail)
+        if any(i.spec_removed for i in specs):  # nothing to sync for unknown claims
+            specs = self._sync(specs, lambda: atomicfile.fsync_dir(self._cdi_root), fail)
         removed = [i for i in specs if i.ref.uid not in self._corrupt]
         corrupt = [i for i in specs if i.ref.uid in self._corrupt]
         done = self._phase(corrupt, "move corrupt checkpoint record aside", self._set_aside, fail)
         gone = self._phase(removed, "remove checkpoint", self._remove_record, fail)
-        done += self._sync(gone, self._checkpoint.sync, fail)
+        done += (self._sync(gone, self._checkpoint.sync, fail)
+                 if any(i.record_removed for i in gone) else gone)
         if len(done) < len(pending):
             self._resync()
         for item in done:
@@ -474,8 +476,9 @@ class Preparer:
     def _remove_spec(self, item: _Removal) -> None:
         recorded = item.recorded
         if recorded is not None and recorded.cdi_file != item.spec_path.name:
-            remove_durable(safe_child(self._cdi_root, recorded.cdi_file), sync_dir=False)
-        remove_durable(item.spec_path, sync_dir=False)
+            item.spec_removed |= remove_durable(
+                safe_child(self._cdi_root, recorded.cdi_file), sync_dir=False)
+        item.spec_removed |= remove_durable(item.spec_path, sync_dir=False)
 
     def _set_aside(self, item: _Removal) -> None:
         self._checkpoint.mark_changing()
@@ -487,7 +490,7 @@ class Preparer:
         uid = item.ref.uid
         if uid in self._records or self._checkpoint.path_for(uid).exists():
             self._checkpoint.mark_changing()
-            self._checkpoint.remove(uid, sync=False)
+            item.record_removed = self._checkpoint.remove(uid, sync=False)
 
     # --- start-up -----------------------------------------------------------------
 
@@ -585,6 +588,8 @@ class _Removal(_Item):
 
     recorded: PreparedClaim | None
     spec_path: Path
+    spec_removed: bool = False  # whether a directory fsync is owed for it
+    record_removed: bool = False
 
 
 Item = TypeVar("Item", bound=_Item)

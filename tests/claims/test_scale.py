@@ -285,3 +285,23 @@ def test_concurrent_unprepares_share_their_directory_fsyncs(tmp_path, monkeypatc
     assert fsyncs == ["cdi", "claims", "cdi", "claims"]  # specs first, in two batches
     assert list((tmp_path / "cdi").iterdir()) == []
     assert list((tmp_path / "data" / "claims").glob("*.json")) == []
+
+
+def test_calls_that_change_nothing_sync_nothing(tmp_path, monkeypatch):
+    from driver import atomicfile
+
+    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    source = StaticClaimSource()
+    refs = [_share(source, i, f"nic-{i % 2}") for i in range(5)]
+    preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data")
+    assert all(not a.error for a in preparer.prepare(refs).values())
+    syncs = []
+    real_fsync, real_dir = os.fsync, atomicfile.fsync_dir
+    monkeypatch.setattr(os, "fsync", lambda fd: (syncs.append(fd), real_fsync(fd)))
+    monkeypatch.setattr(atomicfile, "fsync_dir", lambda p: (syncs.append(p), real_dir(p)))
+
+    unknown = ClaimRef("default", "unknown", str(uuid.uuid4()))
+    assert not preparer.unprepare([unknown])[unknown.uid].error
+    assert preparer.prepare(refs[:2]) == preparer.prepare(refs[:2])  # already prepared
+
+    assert syncs == []
