@@ -301,10 +301,13 @@ class Preparer:
         if len(done) < len(planned):
             self._resync()
         for item in done:
-            log.info("prepared %s: %s", _label(item.ref), [u.cdi_id for u in item.prepared.units])
-            self._report_status(item.ref, item.prepared)
+            _in_context(item.ref, lambda r, i=item: self._prepared_done(i))
             answers[item.ref.uid] = item.prepared.result
         return answers
+
+    def _prepared_done(self, item: _Planned) -> None:
+        log.info("prepared %s: %s", _label(item.ref), [u.cdi_id for u in item.prepared.units])
+        self._report_status(item.ref, item.prepared)
 
     def _phase(
         self,
@@ -469,7 +472,7 @@ class Preparer:
             self._records.pop(item.ref.uid, None)
             self._reservations.pop(item.ref.uid, None)
             self._ledger.remove(item.ref.uid)
-            self._report_status(item.ref, None)
+            _in_context(item.ref, lambda r: self._report_status(r, None))
             answers[item.ref.uid] = UnprepareResult()
         return answers
 
