@@ -82,6 +82,7 @@ def _time(fn: Callable[[], object], count: int) -> list[float]:
 
 def floor(workdir: Path, samples: int) -> dict[str, float]:
     """p50 seconds of the floor parts, measured here and now."""
+    workdir.mkdir(parents=True)
     path = workdir / "floor.sock"
     server = subprocess.Popen([sys.executable, "-c", _MINIMAL_SERVER, str(path)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -183,14 +184,18 @@ def main() -> None:
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="sdn-", dir="/tmp"))
     try:
-        base = floor(workdir, args.floor_samples)
+        before = floor(workdir / "floor-1", args.floor_samples)
         with LocalCluster(workdir / "node") as cluster:
             cluster.start_plugin(profile="nic", num_devices=NICS)
             refs = make_claims(cluster, args.claims)
             results = _measure(cluster, refs)
+        after = floor(workdir / "floor-2", args.floor_samples)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    _report(args.claims, base, results)
+    # A shared machine's disk is not steady: the floor is taken before and after the
+    # plugin's rounds, and the ratios use their mean.
+    base = {k: (before[k] + after[k]) / 2 for k in before}
+    _report(args.claims, base, results, (before, after))
 
 
 def _measure(cluster: LocalCluster, refs: list[ClaimRef]) -> dict[str, object]:
@@ -205,13 +210,15 @@ def _measure(cluster: LocalCluster, refs: list[ClaimRef]) -> dict[str, object]:
     return results
 
 
-def _report(count: int, base: dict[str, float], results: dict[str, object]) -> None:
+def _report(count: int, base: dict[str, float], results: dict[str, object],
+            floors: tuple[dict[str, float], dict[str, float]]) -> None:
     ms = 1000.0
     prepare_floor = base["rpc"] + 2 * base["write"]
     unprepare_floor = base["rpc"] + 2 * base["remove"]
     print(f"node scale: {count} claims, one NIC share each, {NICS} NICs")
-    print(f"floor (same run): empty gRPC call {base['rpc'] * ms:.2f} ms, atomic write "
-          f"{base['write'] * ms:.2f} ms, durable unlink {base['remove'] * ms:.2f} ms")
+    for when, part in zip(("before", "after"), floors, strict=True):
+        print(f"floor {when} the rounds: empty gRPC call {part['rpc'] * ms:.2f} ms, atomic "
+              f"write {part['write'] * ms:.2f} ms, durable unlink {part['remove'] * ms:.2f} ms")
     print(f"  prepare floor (call + 2 writes)     {prepare_floor * ms:6.2f} ms  "
           f"= {1 / prepare_floor:6.0f}/s serial")
     print(f"  unprepare floor (call + 2 unlinks)  {unprepare_floor * ms:6.2f} ms  "

@@ -90,12 +90,16 @@ def own_directory(path: str | os.PathLike[str], mode: int) -> Path:
     return target
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, sync_dir: bool = True
+) -> None:
     """Replace `path` with `data` atomically and durably, with exactly `mode` (the
     default keeps it to this driver's user; whatever the umask).
 
     A reader sees either the previous file or the complete new one; once this returns,
-    the new content survives a power loss.
+    the new content survives a power loss. With `sync_dir=False` the rename is durable
+    only once the caller fsyncs the directory (`fsync_dir`), which lets several writes
+    share that fsync (group commit); the content itself is always fsynced first.
     """
     target = Path(path)
     fd, tmp_name = tempfile.mkstemp(
@@ -112,17 +116,20 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
 
 
-def remove_durable(path: str | os.PathLike[str]) -> bool:
-    """Remove `path` if it exists and make the removal durable; True when it existed."""
+def remove_durable(path: str | os.PathLike[str], *, sync_dir: bool = True) -> bool:
+    """Remove `path` if it exists and make the removal durable (with `sync_dir=False`:
+    once the caller fsyncs the directory); True when it existed."""
     target = Path(path)
     try:
         os.unlink(target)
     except FileNotFoundError:
         return False
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
     return True
 
 

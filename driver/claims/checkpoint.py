@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from driver import atomicfile
 from driver.atomicfile import (
     check_safe_name,
     own_directory,
@@ -31,7 +32,7 @@ from driver.atomicfile import (
 from driver.claims.cdi import CdiError, cdi_kind, spec_file_name
 from driver.claims.plan import PreparedClaim
 from driver.claims.record import RecordError, from_payload, to_payload
-from driver.core.textlimits import JsonLimitError, clip, json_depth, load_json, one_line
+from driver.core.textlimits import JsonLimitError, clip, load_json, one_line, value_depth
 
 FORMAT_VERSION = 1
 RECORD_KIND = "simdra.ClaimRecord"
@@ -81,13 +82,21 @@ class Checkpoint:
         """The record path of a claim; ValueError when the UID is not a safe file name."""
         return safe_child(self.directory, f"{claim_uid}{RECORD_SUFFIX}")
 
-    def save(self, claim: PreparedClaim) -> None:
-        """Write (or replace) the record of `claim`, atomically and durably."""
-        write_atomic(self.path_for(claim.claim.uid), encode_record(claim), RECORD_MODE)
+    def save(self, claim: PreparedClaim, *, sync: bool = True) -> None:
+        """Write (or replace) the record of `claim`, atomically and durably (with
+        `sync=False`: durable after the next `sync`, for writes that share one)."""
+        write_atomic(
+            self.path_for(claim.claim.uid), encode_record(claim), RECORD_MODE, sync_dir=sync
+        )
 
-    def remove(self, claim_uid: str) -> bool:
-        """Remove a claim's record durably; True when there was one."""
-        return remove_durable(self.path_for(claim_uid))
+    def sync(self) -> None:
+        """Make the records written with `sync=False` durable (one directory fsync)."""
+        atomicfile.fsync_dir(self.directory)
+
+    def remove(self, claim_uid: str, *, sync: bool = True) -> bool:
+        """Remove a claim's record durably (with `sync=False`: after the next `sync`);
+        True when there was one."""
+        return remove_durable(self.path_for(claim_uid), sync_dir=sync)
 
     def quarantine(self, claim_uid: str) -> Path | None:
         """Move a claim's (corrupt) record aside to `<uid>.json.corrupt[.N]`, never
@@ -213,10 +222,11 @@ def encode_record(claim: PreparedClaim) -> bytes:
     }
     data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
     # Refused here, so that no record is written that reading would refuse.
-    if len(data) > MAX_RECORD_BYTES or json_depth(data) > MAX_RECORD_DEPTH:
+    depth = value_depth(record, MAX_RECORD_DEPTH)
+    if len(data) > MAX_RECORD_BYTES or depth > MAX_RECORD_DEPTH:
         raise ValueError(
             f"the checkpoint record of claim {claim.claim.uid} would be {len(data)} bytes "
-            f"nested {json_depth(data)} levels; the limits are {MAX_RECORD_BYTES} bytes and "
+            f"nested {depth} levels; the limits are {MAX_RECORD_BYTES} bytes and "
             f"{MAX_RECORD_DEPTH} levels"
         )
     return data

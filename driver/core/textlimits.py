@@ -23,7 +23,7 @@ ERROR_LIMIT = 4000  # bytes of one per-claim error, marker included: under 4 KiB
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # JSON strings (escapes included) and the structural brackets, for the depth scan.
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 
 
@@ -79,16 +79,40 @@ def json_depth(data: bytes) -> int:
     return deepest
 
 
+def value_depth(value: Any, limit: int) -> int:
+    """How deeply lists and dicts nest in a parsed value (0 for a scalar), counted
+    without recursion and only up to `limit + 1`."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if not isinstance(item, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
 def load_json(data: bytes, *, max_bytes: int, max_depth: int) -> Any:
-    """`json.loads(data)` after checking size and nesting, so that neither a huge nor a
-    deeply nested document can exhaust memory or the interpreter stack. Raises
-    JsonLimitError over a limit, ValueError for anything that is not JSON."""
+    """`json.loads(data)` within a size and a nesting limit, so that neither a huge nor a
+    deeply nested document can exhaust memory or the interpreter stack (the parser stops
+    at the interpreter's recursion limit; anything deeper than `max_depth` but within it
+    is refused after parsing). Raises JsonLimitError over a limit, ValueError for
+    anything that is not JSON."""
     if len(data) > max_bytes:
         raise JsonLimitError(f"{len(data)} bytes, more than the limit of {max_bytes}")
-    depth = json_depth(data)
-    if depth > max_depth:
-        raise JsonLimitError(f"nested {depth} levels deep, more than the limit of {max_depth}")
     try:
-        return json.loads(data)
+        value = json.loads(data)
+    except RecursionError:
+        depth = json_depth(data)
+        raise JsonLimitError(
+            f"nested {depth} levels deep, more than the limit of {max_depth}"
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not valid JSON: {exc}") from None
+    if value_depth(value, max_depth) > max_depth:
+        raise JsonLimitError(f"nested more than {max_depth} levels deep, the limit")
+    return value
