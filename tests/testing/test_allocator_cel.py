@@ -285,7 +285,7 @@ def test_list_attributes_of_versions_are_semvers():
         (f'has({ATTR}["model"])', "invalid argument to has() macro"),
         ("quantity() == quantity('1')", "function 'quantity' takes 1 argument(s), got 0"),
         ('semver("1.0.0").compareTo()', "method 'compareTo' takes 1 argument(s), got 0"),
-        (f"{ATTR}.ports.all(1, true)", "macro 'all' takes a variable name"),
+        (f"{ATTR}.ports.all(1, true)", "macro 'all' takes 1 variable name(s) and 1 expression(s)"),
         ("cel.bind(x, 1)", "cel.bind takes a variable name, a value and an expression"),
         ("cel.other(1)", "undeclared reference to 'cel.other'"),
         ("x.all(x, true)", "undeclared reference to 'x'"),

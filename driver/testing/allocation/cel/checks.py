@@ -17,6 +17,7 @@ from typing import Any, TypeAlias, cast
 import lark
 from celpy.evaluation import celstr
 
+from driver.testing.allocation.cel import comprehensions
 from driver.testing.allocation.cel.regex import compile_regex
 
 Node: TypeAlias = lark.Tree[Any]  # a celpy parse tree node
@@ -49,7 +50,7 @@ METHODS: dict[str, tuple[int, ...]] = {
 NAMESPACED: dict[str, tuple[int, ...]] = {
     "sets.contains": (2,), "sets.equivalent": (2,), "sets.intersects": (2,),
 }  # fmt: skip
-MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+MACROS = frozenset(comprehensions.SHAPES)
 
 
 class CheckError(Exception):
@@ -200,10 +201,15 @@ def _regex_literal(tree: Node, token: lark.Token) -> None:
 
 
 def _macro(name: str, args: list[Node], token: lark.Token, scope: frozenset[str]) -> None:
-    variable = plain_ident(args[0]) if args else None
-    if len(args) != 2 or variable is None:
-        raise CheckError(f"macro '{name}' takes a variable name and one expression", token)
-    _check(args[1], scope | {variable})
+    found = comprehensions.shape(name, len(args))
+    variables = [plain_ident(arg) for arg in args[: found[0]]] if found else []
+    if found is None or None in variables:
+        forms = " or ".join(f"{v} variable name(s) and {e} expression(s)"
+                            for v, e in comprehensions.SHAPES[name])  # fmt: skip
+        raise CheckError(f"macro '{name}' takes {forms}", token)
+    inner = scope | {str(v) for v in variables}
+    for arg in args[found[0] :]:
+        _check(arg, inner)
 
 
 def _bind(name: str, args: list[Node], token: lark.Token, scope: frozenset[str]) -> None:

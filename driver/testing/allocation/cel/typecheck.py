@@ -19,6 +19,7 @@ from typing import Any
 
 import lark
 
+from driver.testing.allocation.cel import comprehensions
 from driver.testing.allocation.cel.checks import CheckError, Node, plain_ident, token_at
 
 Type = str | None  # a CEL type name, None for dyn / not known statically
@@ -58,8 +59,9 @@ _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
     **{m: (_S, "list") for m in ("split", "findAll")},
     "join": (frozenset({"list"}), "string"),
     "size": (frozenset({"string", "bytes", "list", "map"}), "int"),
-    **{m: (None, "bool") for m in ("all", "exists", "exists_one", "includes")},
-    **{m: (None, "list") for m in ("map", "filter")},
+    **{m: (None, "bool") for m in ("all", "exists", "exists_one", "existsOne", "includes")},
+    **{m: (None, "list") for m in ("map", "filter", "transformList")},
+    "transformMap": (None, "map"),
 }
 
 
@@ -241,8 +243,10 @@ def _method(tree: Node) -> Type:
             _type(arg)
         return "bool"
     receiver = _kind(_type(target))
-    if name in ("all", "exists", "exists_one", "map", "filter"):
-        _type(args[1])  # the bound variable is dyn
+    found = comprehensions.shape(name, len(args))
+    if found is not None:
+        for body in args[found[0] :]:
+            _type(body)  # the bound variables are dyn
     else:
         _check_receiver(tree, name, receiver, [_kind(_type(arg)) for arg in args])
     return _METHODS.get(name, (None, None))[1]
