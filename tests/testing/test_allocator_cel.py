@@ -280,7 +280,7 @@ def test_list_attributes_of_versions_are_semvers():
         ("device['driver'] == 'x'", "device is an object"),
         ("gpu.model == 'x'", "undeclared reference to 'gpu'"),
         ("unknown(1)", "undeclared reference to function 'unknown'"),
-        (f"{ATTR}.model.reverse() == ''", "undeclared reference to method 'reverse'"),
+        ("'abc'.reverse() == 'cba'", "no matching overload for 'reverse' applied to '(string)'"),
         (f"{ATTR}.ports.reduce(a, p, a + p) == 9", "undeclared reference to method 'reduce'"),
         (f'has({ATTR}["model"])', "invalid argument to has() macro"),
         ("quantity() == quantity('1')", "function 'quantity' takes 1 argument(s), got 0"),

@@ -45,11 +45,14 @@ METHODS: dict[str, tuple[int, ...]] = {
     "isInteger": (0,), "asInteger": (0,), "asApproximateFloat": (0,), "add": (1,),
     "sub": (1,), "major": (0,), "minor": (0,), "patch": (0,),
     "isSorted": (0,), "sum": (0,), "min": (0,), "max": (0,),
+    "slice": (2,), "flatten": (0, 1), "reverse": (0,), "distinct": (0,), "sort": (0,),
 }  # fmt: skip
 # Namespaced functions: `cel.bind(x, value, body)` and `sets.contains(a, b)`, ...
 NAMESPACED: dict[str, tuple[int, ...]] = {
     "sets.contains": (2,), "sets.equivalent": (2,), "sets.intersects": (2,),
+    "lists.range": (1,),
 }  # fmt: skip
+NAMESPACES = ("sets", "lists")
 MACROS = frozenset(comprehensions.SHAPES)
 
 
@@ -175,8 +178,10 @@ def _method_call(tree: Node, scope: frozenset[str]) -> None:
     if _is_root(target, "cel", scope):
         _bind(name, args, token, scope)
         return
-    if _is_root(target, "sets", scope):
-        _arity("function", f"sets.{name}", NAMESPACED.get(f"sets.{name}"), args, token)
+    namespace = next((n for n in NAMESPACES if _is_root(target, n, scope)), None)
+    if namespace:
+        qualified = f"{namespace}.{name}"
+        _arity("function", qualified, NAMESPACED.get(qualified), args, token)
         for arg in args:
             _check(arg, scope)
         return
@@ -227,7 +232,7 @@ def _field(tree: Node, scope: frozenset[str]) -> None:
     if _is_root(target, "device", scope) and str(token) not in DEVICE_FIELDS:
         fields = ", ".join(sorted(DEVICE_FIELDS))
         raise CheckError(f"undefined field '{token}' (device has {fields})", token)
-    for namespace in ("cel", "sets"):
+    for namespace in ("cel", *NAMESPACES):
         if _is_root(target, namespace, scope):
             raise CheckError(f"undeclared reference to '{namespace}.{token}'", token)
     _check(target, scope)

@@ -22,7 +22,7 @@ import lark
 from celpy.evaluation import Activation, CELEvalError, Evaluator
 
 from driver.testing.allocation.cel import comprehensions
-from driver.testing.allocation.cel.checks import Node, plain_ident, token_at
+from driver.testing.allocation.cel.checks import NAMESPACES, Node, plain_ident, token_at
 from driver.testing.allocation.cel.operators import CONVERSIONS
 
 # Rules that only pass their single child's value through when they have one child.
@@ -113,8 +113,9 @@ class DeviceEvaluator(Evaluator):
         target, method = tree.children[0], token_at(tree, 1)
         if str(method) == "bind" and plain_ident(target) == "cel" and not self._bound("cel"):
             return self._bind(tree.children[2])
-        if plain_ident(target) == "sets" and not self._bound("sets"):
-            return self._call(f"sets.{method}", *self._arguments(tree, 2), token=method)
+        namespace = plain_ident(target)
+        if namespace in NAMESPACES and not self._bound(str(namespace)):
+            return self._call(f"{namespace}.{method}", *self._arguments(tree, 2), token=method)
         if str(method) in comprehensions.SHAPES:
             return self._comprehension(tree, str(method))
         return self._call(str(method), self.visit(target), *self._arguments(tree, 2), token=method)

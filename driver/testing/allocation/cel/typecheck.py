@@ -55,6 +55,10 @@ _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
     **{m: (_S, "string") for m in _STRING_RESULTS},
     **{m: (frozenset({"string", "list"}), "int") for m in ("indexOf", "lastIndexOf")},
     "isSorted": (frozenset({"list"}), "bool"),
+    **{
+        m: (frozenset({"list"}), "list")
+        for m in ("slice", "flatten", "reverse", "distinct", "sort")
+    },
     **{m: (frozenset({"list"}), None) for m in ("sum", "min", "max")},
     **{m: (_S, "list") for m in ("split", "findAll")},
     "join": (frozenset({"list"}), "string"),
@@ -238,10 +242,10 @@ def _method(tree: Node) -> Type:
     if plain_ident(target) == "cel" and name == "bind":
         _type(args[1])
         return _type(args[2])
-    if plain_ident(target) == "sets":
+    if plain_ident(target) in ("sets", "lists"):
         for arg in args:
             _type(arg)
-        return "bool"
+        return "list" if name == "range" else "bool"
     receiver = _kind(_type(target))
     found = comprehensions.shape(name, len(args))
     if found is not None:
