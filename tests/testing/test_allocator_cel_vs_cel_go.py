@@ -36,15 +36,9 @@ ATTR = 'device.attributes["dra.example.com"]'
 REFUSED = "compile"  # we refuse what Kubernetes accepts: a clear error, never a wrong answer
 NOT_IMPLEMENTED = {
     f'{ATTR}.?model.orValue("") == "x"': "optional syntax: not in celpy's grammar",
-    f"{ATTR}.ports.all(i, v, v > 0)": "two-variable comprehensions",
-    f"{ATTR}.ports.transformList(i, v, v) == [1, 3, 5]": "two-variable comprehensions",
-    f"{ATTR}.ports.map(x, x > 1, x * 2) == [6, 10]": "map() with a filter",
     '"abc".format([]) == "abc"': "strings extension format()",
     '"%s".format(["x"]) == "x"': "strings extension format()",
     'strings.quote("a") == "\\"a\\""': "strings extension strings.quote()",
-    "[1, 2].distinct() == [1, 2]": "cel-go lists extension",
-    "[1, 2].slice(0, 1) == [1]": "cel-go lists extension",
-    "lists.range(2) == [0, 1]": "cel-go lists extension",
     'url("https://x").getHost() == "x"': "Kubernetes URL library",
     'ip("1.2.3.4").family() == 4': "Kubernetes IP library",
     'isIP("1.2.3.4")': "Kubernetes IP library",
@@ -58,14 +52,20 @@ ELEMENT_TYPES = {
     "{'a': 1} == {'a': 1.0}": "true",
     "[1] == [1.0]": "true",
 }
+# cel-go's checker takes `dyn.reverse().sort()` for a list(int) (the first overload of
+# sort); we leave the element type dyn.
+# (Without the gate the recorded device has no `modes`: a runtime error here.)
+QUIRKS = {f'{ATTR}.modes.reverse().sort()[0] == "compute"': {True: "true", False: "runtime"}}
 # cel-go evaluates constant conversions when it builds the program: a compile error there,
 # a runtime error here.
 FOLDED = {"int('0x10') == 16", 'int("0x10") == 16', "uint(-1) == 1u"}
 
 
-def expected(case: dict[str, str]) -> str:
+def expected(case: dict[str, str], lists: bool) -> str:
     """The verdict we must give: Kubernetes', or the listed difference."""
     expression = case["expression"]
+    if expression in QUIRKS:
+        return QUIRKS[expression][lists]
     if expression in NOT_IMPLEMENTED:
         return REFUSED
     if expression in FOLDED:
@@ -93,19 +93,21 @@ def verdict(expression: str, configuration: dict[str, Any]) -> str:
     ids=[f"lists={c['list_type_attributes']}:{case['expression']}" for c, case in CASES],
 )
 def test_same_verdict_as_kubernetes(configuration, case):
-    assert verdict(case["expression"], configuration) == expected(case), (
+    lists = configuration["list_type_attributes"]
+    assert verdict(case["expression"], configuration) == expected(case, lists), (
         f"Kubernetes: {case['outcome']} {case['detail']}"
     )
 
 
 def test_listed_differences_are_real_ones():
-    listed = set(NOT_IMPLEMENTED) | set(ELEMENT_TYPES) | FOLDED
+    listed = set(NOT_IMPLEMENTED) | set(ELEMENT_TYPES) | set(QUIRKS) | FOLDED
     differing: set[str] = set()
     for configuration in RECORDED["configurations"]:
         by_expression = {case["expression"]: case for case in configuration["cases"]}
         assert listed <= set(by_expression)
+        lists = configuration["list_type_attributes"]
         differing |= {
-            e for e in listed if by_expression[e]["outcome"] != expected(by_expression[e])
+            e for e in listed if by_expression[e]["outcome"] != expected(by_expression[e], lists)
         }
     # A difference that is gone in every configuration must leave the list.
     assert differing == listed

@@ -1,12 +1,18 @@
 """DeviceClass and request CEL selectors, evaluated with celpy in the Kubernetes DRA environment.
 
-The language is full CEL (celpy, the cel-python package): `in` on lists and maps, `has()`,
-`size()`, `matches()`, `?:`, macros (`all`, `exists`, `exists_one`, `map`, `filter`),
-arithmetic, raw and triple-quoted strings. On top of it, what Kubernetes' DRA environment
-declares: the `device` variable (`driver`, `attributes`, `capacity`,
-`allowMultipleAllocations`), the quantity and semver libraries, the strings extension,
-regex `find` / `findAll`, the lists library, the sets extension, `includes` and
-`cel.bind` (see the modules of this package).
+The language is CEL as celpy (the cel-python package) parses it: `in` on lists and maps,
+`has()`, `size()`, `matches()`, `?:`, macros (`all`, `exists`, `exists_one`, `map`,
+`filter`, and the two-variable forms), arithmetic, raw and triple-quoted strings. On top
+of it, what Kubernetes' DRA environment declares: the `device` variable (`driver`,
+`attributes`, `capacity`, `allowMultipleAllocations`), the quantity and semver libraries,
+the strings extension, regex `find` / `findAll`, Kubernetes' and cel-go's list functions,
+the sets extension, `includes` and `cel.bind` (see the modules of this package). Not
+implemented, so refused when compiled: optional syntax (`a.?b`), `format()`,
+`strings.quote()`, `sortBy`, the URL / IP / CIDR libraries.
+
+Module map: `checks` and `typecheck` (what the Kubernetes compiler refuses), `evaluator`
+(celpy's evaluator with `cel.bind` and the hot rules), `operators`, `comprehensions`,
+`kubernetes` (quantity, semver, includes), `strings`, `regex`, `lists`, `values`.
 
 Semantics follow k8s.io/dynamic-resource-allocation/cel: an unqualified attribute or
 capacity name belongs to the device's driver domain; an unknown domain is an empty map;

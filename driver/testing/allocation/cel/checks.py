@@ -17,6 +17,7 @@ from typing import Any, TypeAlias, cast
 import lark
 from celpy.evaluation import celstr
 
+from driver.testing.allocation.cel import comprehensions
 from driver.testing.allocation.cel.regex import compile_regex
 
 Node: TypeAlias = lark.Tree[Any]  # a celpy parse tree node
@@ -44,12 +45,15 @@ METHODS: dict[str, tuple[int, ...]] = {
     "isInteger": (0,), "asInteger": (0,), "asApproximateFloat": (0,), "add": (1,),
     "sub": (1,), "major": (0,), "minor": (0,), "patch": (0,),
     "isSorted": (0,), "sum": (0,), "min": (0,), "max": (0,),
+    "slice": (2,), "flatten": (0, 1), "reverse": (0,), "distinct": (0,), "sort": (0,),
 }  # fmt: skip
 # Namespaced functions: `cel.bind(x, value, body)` and `sets.contains(a, b)`, ...
 NAMESPACED: dict[str, tuple[int, ...]] = {
     "sets.contains": (2,), "sets.equivalent": (2,), "sets.intersects": (2,),
+    "lists.range": (1,),
 }  # fmt: skip
-MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+NAMESPACES = ("sets", "lists")
+MACROS = frozenset(comprehensions.SHAPES)
 
 
 class CheckError(Exception):
@@ -174,8 +178,10 @@ def _method_call(tree: Node, scope: frozenset[str]) -> None:
     if _is_root(target, "cel", scope):
         _bind(name, args, token, scope)
         return
-    if _is_root(target, "sets", scope):
-        _arity("function", f"sets.{name}", NAMESPACED.get(f"sets.{name}"), args, token)
+    namespace = next((n for n in NAMESPACES if _is_root(target, n, scope)), None)
+    if namespace:
+        qualified = f"{namespace}.{name}"
+        _arity("function", qualified, NAMESPACED.get(qualified), args, token)
         for arg in args:
             _check(arg, scope)
         return
@@ -200,10 +206,15 @@ def _regex_literal(tree: Node, token: lark.Token) -> None:
 
 
 def _macro(name: str, args: list[Node], token: lark.Token, scope: frozenset[str]) -> None:
-    variable = plain_ident(args[0]) if args else None
-    if len(args) != 2 or variable is None:
-        raise CheckError(f"macro '{name}' takes a variable name and one expression", token)
-    _check(args[1], scope | {variable})
+    found = comprehensions.shape(name, len(args))
+    variables = [plain_ident(arg) for arg in args[: found[0]]] if found else []
+    if found is None or None in variables:
+        forms = " or ".join(f"{v} variable name(s) and {e} expression(s)"
+                            for v, e in comprehensions.SHAPES[name])  # fmt: skip
+        raise CheckError(f"macro '{name}' takes {forms}", token)
+    inner = scope | {str(v) for v in variables}
+    for arg in args[found[0] :]:
+        _check(arg, inner)
 
 
 def _bind(name: str, args: list[Node], token: lark.Token, scope: frozenset[str]) -> None:
@@ -221,7 +232,7 @@ def _field(tree: Node, scope: frozenset[str]) -> None:
     if _is_root(target, "device", scope) and str(token) not in DEVICE_FIELDS:
         fields = ", ".join(sorted(DEVICE_FIELDS))
         raise CheckError(f"undefined field '{token}' (device has {fields})", token)
-    for namespace in ("cel", "sets"):
+    for namespace in ("cel", *NAMESPACES):
         if _is_root(target, namespace, scope):
             raise CheckError(f"undeclared reference to '{namespace}.{token}'", token)
     _check(target, scope)

@@ -19,12 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 import lark
-from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator
 
-from driver.testing.allocation.cel.checks import Node, plain_ident, token_at
+from driver.testing.allocation.cel import comprehensions
+from driver.testing.allocation.cel.checks import NAMESPACES, Node, plain_ident, token_at
 from driver.testing.allocation.cel.operators import CONVERSIONS
-from driver.testing.allocation.cel.values import type_name
 
 # Rules that only pass their single child's value through when they have one child.
 _PASS_THROUGH = frozenset(
@@ -40,9 +39,6 @@ _RELATIONS = {
     "relation_ne": "_!=_",
     "relation_in": "_in_",
 }
-_CELPY_MACROS = frozenset({"map", "filter", "exists_one"})
-# all / exists combine their body's values with && / || (errors absorbed as there).
-_QUANTIFIERS = {"all": "_&&_", "exists": "_||_"}
 _LITERALS: dict[tuple[str, str], Any] = {}
 _MAX_LITERALS = 4096
 
@@ -113,36 +109,39 @@ class DeviceEvaluator(Evaluator):
         return value
 
     def member_dot_arg(self, tree: Node) -> Any:
-        """`x.f(args)` calls f(x, args); `cel.bind(x, value, body)`; macros as celpy does."""
+        """`x.f(args)` calls f(x, args); `cel.bind(x, value, body)`; macros."""
         target, method = tree.children[0], token_at(tree, 1)
         if str(method) == "bind" and plain_ident(target) == "cel" and not self._bound("cel"):
             return self._bind(tree.children[2])
-        if plain_ident(target) == "sets" and not self._bound("sets"):
-            return self._call(f"sets.{method}", *self._arguments(tree, 2), token=method)
-        if str(method) in _QUANTIFIERS:
-            return self._quantifier(tree, str(method))
-        if str(method) in _CELPY_MACROS:
-            try:
-                return super().member_dot_arg(tree)
-            except CELEvalError as error:  # celpy raises a body's error: make it a value
-                return error
+        namespace = plain_ident(target)
+        if namespace in NAMESPACES and not self._bound(str(namespace)):
+            return self._call(f"{namespace}.{method}", *self._arguments(tree, 2), token=method)
+        if str(method) in comprehensions.SHAPES:
+            return self._comprehension(tree, str(method))
         return self._call(str(method), self.visit(target), *self._arguments(tree, 2), token=method)
 
-    def _quantifier(self, tree: Node, name: str) -> Any:
-        items = self.visit(tree.children[0])
-        if isinstance(items, CELEvalError):
-            return items
-        if not isinstance(items, list | dict):
-            return CELEvalError(f"no such overload: {type_name(items)}.{name}()")
-        body = self.build_ss_macro_eval(tree)  # a body's error comes back as a value
-        combine = self.activation.resolve_function(_QUANTIFIERS[name])
-        undecided = celtypes.BoolType(name == "all")
-        result: Any = undecided
-        for item in items:
-            result = combine(result, body(item))
-            if isinstance(result, celtypes.BoolType) and result != undecided:
-                break  # decided: false for all, true for exists
-        return result
+    def _comprehension(self, tree: Node, name: str) -> Any:
+        target = self.visit(tree.children[0])
+        if isinstance(target, CELEvalError):
+            return target
+        exprlist = tree.children[2] if len(tree.children) > 2 else None
+        arguments: list[Node] = list(exprlist.children) if exprlist is not None else []
+        variables, _ = comprehensions.shape(name, len(arguments)) or (1, 1)  # compile checked
+        names = [str(plain_ident(argument)) for argument in arguments[:variables]]
+        bodies = [self._body(argument, names) for argument in arguments[variables:]]
+        return comprehensions.run(name, target, variables, bodies)
+
+    def _body(self, tree: Node, names: list[str]) -> comprehensions.Body:
+        """The macro body `tree` as a function of its variables' values."""
+        evaluator = self.sub_evaluator(tree)
+
+        def value(values: tuple[Any, ...]) -> Any:
+            try:
+                return evaluator.evaluate(dict(zip(names, values, strict=True)))
+            except CELEvalError as error:  # a body's error is a value, for && / || to absorb
+                return error
+
+        return value
 
     def primary(self, tree: Node) -> Any:
         """`f(args)` for a declared function; `has()`, `dyn()`, names, literals as celpy."""

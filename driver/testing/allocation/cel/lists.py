@@ -1,7 +1,9 @@
-"""Kubernetes' lists library and cel-go's sets extension, both in the Kubernetes environment.
+"""Lists and sets in the Kubernetes environment: its lists library, cel-go's lists and sets.
 
-Lists: `l.isSorted()`, `l.sum()`, `l.min()`, `l.max()`, `l.indexOf(x)`, `l.lastIndexOf(x)`
-(`indexOf` / `lastIndexOf` on a string are the strings extension's). Sets:
+Kubernetes: `l.isSorted()`, `l.sum()`, `l.min()`, `l.max()`, `l.indexOf(x)`,
+`l.lastIndexOf(x)` (`indexOf` / `lastIndexOf` on a string are the strings extension's).
+cel-go lists (version 3): `l.slice(i, j)`, `l.flatten([depth])`, `l.reverse()`,
+`l.distinct()`, `l.sort()`, `lists.range(n)` (not `sortBy`, `first`, `last`). Sets:
 `sets.contains(a, b)` (every element of b is in a), `sets.equivalent(a, b)`,
 `sets.intersects(a, b)`. Elements compare with CEL equality and ordering.
 """
@@ -99,7 +101,62 @@ def _has_all(a: list[Any], b: list[Any]) -> bool:
     return all(any(equal(x, y) for y in a) for x in b)
 
 
+def _slice(items: list[Any], start: Any, end: Any) -> Any:
+    if not isinstance(start, int) or not isinstance(end, int):
+        return no_overload(f"list.slice({type_name(start)}, {type_name(end)})")
+    if start < 0 or end < 0:
+        return CELEvalError(f"cannot slice({start}, {end}), negative indexes not supported")
+    if start > end:
+        return CELEvalError(
+            f"cannot slice({start}, {end}), start index must be less than or equal to end index"
+        )
+    if len(items) < end:
+        return CELEvalError(f"cannot slice({start}, {end}), list is length {len(items)}")
+    return celtypes.ListType(items[start:end])
+
+
+def _flatten(items: list[Any], depth: Any = 1) -> Any:
+    if not isinstance(depth, int):
+        return no_overload(f"list.flatten({type_name(depth)})")
+    if depth < 0:
+        return CELEvalError("level must be non-negative")
+    flat = celtypes.ListType()
+    for item in items:
+        if isinstance(item, list) and depth > 0:
+            flat.extend(_flatten(item, depth - 1))
+        else:
+            flat.append(item)
+    return flat
+
+
+def _distinct(items: list[Any]) -> Any:
+    unique = celtypes.ListType()
+    for item in items:
+        if not any(equal(item, seen) for seen in unique):
+            unique.append(item)
+    return unique
+
+
+def _sort(items: list[Any]) -> Any:
+    kinds = {type_name(item) for item in items}
+    if len(kinds) > 1 or not all(isinstance(item, int | float | str | bytes) for item in items):
+        return no_overload(f"sort of a list of {', '.join(sorted(kinds))}")
+    return celtypes.ListType(sorted(items))
+
+
+def _range(count: Any) -> Any:
+    if not isinstance(count, celtypes.IntType):
+        return no_overload(f"lists.range({type_name(count)})")
+    return celtypes.ListType(celtypes.IntType(i) for i in range(count))
+
+
 LIST_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "slice": _list_method("slice", _slice),
+    "flatten": _list_method("flatten", _flatten),
+    "reverse": _list_method("reverse", lambda items: celtypes.ListType(reversed(items))),
+    "distinct": _list_method("distinct", _distinct),
+    "sort": _list_method("sort", _sort),
+    "lists.range": _range,
     "isSorted": _list_method("isSorted", _ordered),
     "sum": _list_method("sum", _sum),
     "min": _list_method("min", _extreme("min", pick_less=True)),

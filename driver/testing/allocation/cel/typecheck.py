@@ -19,6 +19,7 @@ from typing import Any
 
 import lark
 
+from driver.testing.allocation.cel import comprehensions
 from driver.testing.allocation.cel.checks import CheckError, Node, plain_ident, token_at
 
 Type = str | None  # a CEL type name, None for dyn / not known statically
@@ -54,12 +55,17 @@ _METHODS: dict[str, tuple[frozenset[str] | None, Type]] = {
     **{m: (_S, "string") for m in _STRING_RESULTS},
     **{m: (frozenset({"string", "list"}), "int") for m in ("indexOf", "lastIndexOf")},
     "isSorted": (frozenset({"list"}), "bool"),
+    **{
+        m: (frozenset({"list"}), "list")
+        for m in ("slice", "flatten", "reverse", "distinct", "sort")
+    },
     **{m: (frozenset({"list"}), None) for m in ("sum", "min", "max")},
     **{m: (_S, "list") for m in ("split", "findAll")},
     "join": (frozenset({"list"}), "string"),
     "size": (frozenset({"string", "bytes", "list", "map"}), "int"),
-    **{m: (None, "bool") for m in ("all", "exists", "exists_one", "includes")},
-    **{m: (None, "list") for m in ("map", "filter")},
+    **{m: (None, "bool") for m in ("all", "exists", "exists_one", "existsOne", "includes")},
+    **{m: (None, "list") for m in ("map", "filter", "transformList")},
+    "transformMap": (None, "map"),
 }
 
 
@@ -236,13 +242,15 @@ def _method(tree: Node) -> Type:
     if plain_ident(target) == "cel" and name == "bind":
         _type(args[1])
         return _type(args[2])
-    if plain_ident(target) == "sets":
+    if plain_ident(target) in ("sets", "lists"):
         for arg in args:
             _type(arg)
-        return "bool"
+        return "list" if name == "range" else "bool"
     receiver = _kind(_type(target))
-    if name in ("all", "exists", "exists_one", "map", "filter"):
-        _type(args[1])  # the bound variable is dyn
+    found = comprehensions.shape(name, len(args))
+    if found is not None:
+        for body in args[found[0] :]:
+            _type(body)  # the bound variables are dyn
     else:
         _check_receiver(tree, name, receiver, [_kind(_type(arg)) for arg in args])
     return _METHODS.get(name, (None, None))[1]
