@@ -28,8 +28,8 @@ GUIDE = REPO / "docs" / "driver-authors.md"
 SECTION = "## Adding a kind, end to end"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 # What the repository copy needs: the package, its metadata, the deployment and the
-# deployment tests (run on the changed tree).
-COPIED = ("driver", "tests/deploy", "deploy", "pyproject.toml", "README.md",
+# deployment tests (run on the changed tree, with the helm they build and cache).
+COPIED = ("driver", "tests/deploy", "tests/tools", "hack", "deploy", "pyproject.toml", "README.md",
           ".dockerignore", "Dockerfile")
 
 
