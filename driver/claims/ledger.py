@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from driver.claims.errors import quantity_text
 from driver.claims.plan import PreparedClaim, PreparedUnit
+from driver.core.quantity import quantity_text
 
 DeviceKey = tuple[str, str]  # (pool, device)
 CounterKey = tuple[str, str]  # (pool, counter set)
@@ -94,6 +94,18 @@ class CapacityLedger:
         """Capacity name -> amount consumed on a device by all counting shares."""
         use = self._by_device.get((pool, device))
         return dict(use.shared_used) if use else {}
+
+    def consumed(self, pool: str, device: str,
+                 capacity: Mapping[str, Fraction]) -> dict[str, Fraction]:
+        """What the prepared units consume of a device, for each name in `capacity` (its
+        capacities): all of it while a claim holds the device exclusively, else the sum
+        of the shares' consumedCapacity; admin access consumes nothing. The one rule the
+        checks enforce, `simdra usage` shows and the metrics report."""
+        use = self._by_device.get((pool, device))
+        amounts = {name: Fraction(0) for name in capacity}
+        if use is not None and use.exclusive:
+            return amounts | dict(capacity)
+        return amounts | (dict(use.shared_used) if use is not None else {})
 
     def counter_sets(self) -> list[CounterKey]:
         """Every (pool, counter set) some prepared unit consumes from, sorted."""

@@ -26,11 +26,11 @@ from driver.claims.cdi import (
 from driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, resolve_all
 from driver.claims.config.handler import ConfigError, ConfigTarget
 from driver.claims.env import capacity_key, render_env, unit_id
-from driver.claims.errors import ClaimError, quantity_text
+from driver.claims.errors import ClaimError
 from driver.claims.names import check_allocation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
-from driver.core.quantity import QuantityError, ceil_int, parse_quantity
+from driver.core.quantity import QuantityError, ceil_int, parse_quantity, quantity_text
 from driver.devices.model import Device, Inventory, Pool
 
 UnitKey = tuple[str, str, str | None]  # (pool, device, shareID)

@@ -41,9 +41,10 @@ from typing import Any
 from kubernetes.client import ApiClient, ResourceV1Api
 from kubernetes.client.exceptions import ApiException
 
-from driver.claims.errors import claim_label, quantity_text
+from driver.claims.errors import claim_label
 from driver.claims.plan import PreparedClaim, PreparedUnit
 from driver.claims.types import ClaimRef
+from driver.core.quantity import quantity_text
 from driver.kube import api_exception_text
 
 log = logging.getLogger(__name__)

@@ -150,11 +150,7 @@ def _device_usage(
         )
         for claim, unit in held
     )
-    if exclusive:
-        taken = any(not h.admin_access for h in holders)
-        used = dict(capacity) if taken else {name: Fraction(0) for name in capacity}
-    else:
-        used = {name: Fraction(0) for name in capacity} | ledger.used(pool, device)
+    used = ledger.consumed(pool, device, capacity)
     return DeviceUsage(
         pool, device, latest.device_type, exclusive, capacity, used, holders, reserved_by
     )

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from driver.claims.checkpoint import CorruptRecord, read_records, records_directory
-from driver.claims.errors import quantity_text
 from driver.claims.reserved import Reservation, reservation
 from driver.claims.usage_report import (
     UNREADABLE_NOTE,
@@ -32,6 +31,7 @@ from driver.claims.usage_report import (
     usage_report,
 )
 from driver.cli.parser import OneLineParser, SubParsers
+from driver.core.quantity import quantity_text
 
 DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
 DEFAULT_DRIVER_NAME = "dra.example.com"
@@ -130,7 +130,8 @@ def _device_rows(devices: Sequence[DeviceUsage]) -> list[list[str]]:
         free = d.free
         for i, name in enumerate(sorted(d.capacity)):
             prefix = head if i == 0 else ["", "", ""]
-            amounts = [_q(d.used[name]), _q(d.capacity[name]), _q(free[name])]
+            amounts = [quantity_text(d.used[name]), quantity_text(d.capacity[name]),
+                       quantity_text(free[name])]
             rows.append([*prefix, name, *amounts, count if i == 0 else ""])
     return rows
 
@@ -139,7 +140,8 @@ def _holder_rows(devices: Sequence[DeviceUsage]) -> list[list[str]]:
     rows = [["POOL/DEVICE", "CLAIM", "CLAIM UID", "SHARE ID", "CONSUMED", "NOTE"]]
     for d in devices:
         for h in d.holders:
-            consumed = ",".join(f"{n}={_q(a)}" for n, a in sorted(h.consumed.items())) or "-"
+            consumed = ",".join(f"{n}={quantity_text(a)}"
+                                for n, a in sorted(h.consumed.items())) or "-"
             note = "admin access" if h.admin_access else ("exclusive" if d.exclusive else "")
             rows.append(
                 [
@@ -164,7 +166,8 @@ def _counter_rows(counters: Sequence[CounterUsage]) -> list[list[str]]:
             head = [c.pool, c.counter_set] if i == 0 else ["", ""]
             used = c.used.get(name, Fraction(0))
             devices = ",".join(c.devices) or "-" if i == 0 else ""
-            rows.append([*head, name, _q(used), _q(c.total[name]), _q(free[name]), devices])
+            rows.append([*head, name, quantity_text(used), quantity_text(c.total[name]),
+                         quantity_text(free[name]), devices])
     return rows
 
 
@@ -178,13 +181,9 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def _quantities(amounts: Mapping[str, Fraction]) -> dict[str, str]:
-    return {name: _q(amount) for name, amount in sorted(amounts.items())}
+    return {name: quantity_text(amount) for name, amount in sorted(amounts.items())}
 
 
-def _q(amount: Fraction) -> str:
-    if amount < 0:
-        return "-" + quantity_text(-amount)
-    return quantity_text(amount)
 
 
 # --- command line -------------------------------------------------------------------

@@ -96,3 +96,15 @@ def _with_suffix(number: int, table: dict[str, int] | dict[str, Fraction]) -> st
 def ceil_int(value: Fraction) -> int:
     """The integer value of a quantity rounded up, as the API server's step checks use it."""
     return -((-value.numerator) // value.denominator)
+
+
+def quantity_text(amount: Fraction | int) -> str:
+    """An amount for messages and reports: the canonical quantity ("10G", "1500m", "-2Gi"),
+    or the exact fraction when no quantity can write it (below milli precision)."""
+    amount = Fraction(amount)
+    if amount < 0:
+        return "-" + quantity_text(-amount)
+    try:
+        return format_quantity(amount)
+    except QuantityError:
+        return str(amount)

@@ -65,24 +65,19 @@ class DeviceUse:
 
 
 def device_use(records: Iterable[PreparedClaim]) -> dict[DeviceKey, DeviceUse]:
-    """Per (pool, device) with prepared units: recorded capacity, consumption, unit count."""
+    """Per (pool, device) with prepared units: recorded capacity, consumption (the
+    ledger's rule, as `simdra usage` shows it) and unit count."""
+    claims = list(records)
+    ledger = CapacityLedger.rebuild(claims)
     capacity: dict[DeviceKey, Amounts] = {}
-    consumed: dict[DeviceKey, Amounts] = {}
     units: dict[DeviceKey, int] = {}
-    for claim in records:
+    for claim in claims:
         for unit in claim.units:
             key = (unit.pool, unit.device)
             capacity[key] = dict(unit.device_capacity)
             units[key] = units.get(key, 0) + 1
-            into = consumed.setdefault(key, {})
-            if unit.admin_access:
-                continue
-            for name, amount in unit.granted.items():
-                if unit.exclusive:
-                    into[name] = amount  # held once, however many results name it
-                else:
-                    into[name] = into.get(name, Fraction(0)) + amount
-    return {key: DeviceUse(capacity[key], consumed[key], units[key]) for key in capacity}
+    return {key: DeviceUse(capacity[key], ledger.consumed(*key, capacity[key]), units[key])
+            for key in capacity}
 
 
 def pool_counters(pool: Pool) -> dict[str, Amounts]:

@@ -16,8 +16,7 @@ from driver.claims.config.types import (
     TimeSlicing,
 )
 from driver.claims.config.validate import validation_problems
-from driver.claims.errors import quantity_text
-from driver.core.quantity import ceil_int, format_quantity
+from driver.core.quantity import ceil_int, format_quantity, quantity_text
 
 # Env keys (after the per-device prefix, see `driver.claims.env`).
 GPU_ENV = "GPU_"

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from driver.core.quantity import ceil_int
+from driver.core.quantity import ceil_int, quantity_text
 from driver.core.validation.errors import (
     FieldError,
     duplicate,
@@ -20,7 +20,7 @@ from driver.core.validation.errors import (
     required,
     too_many,
 )
-from driver.core.validation.inputs import as_map, is_map, quantity_or_none, quantity_text
+from driver.core.validation.inputs import as_map, is_map, quantity_or_none
 from driver.core.validation.limits import MAX_VALID_VALUES
 
 

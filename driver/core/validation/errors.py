@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from driver.core.validation.inputs import quantity_text
+from driver.core.quantity import quantity_text
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from driver.core.quantity import QuantityError, format_quantity, parse_quantity
+from driver.core.quantity import QuantityError, parse_quantity
 
 
 def quantity_or_none(value: Any) -> Fraction | None:
@@ -21,14 +21,6 @@ def quantity_or_none(value: Any) -> Fraction | None:
         return parse_quantity(value)
     except (QuantityError, ValueError, ZeroDivisionError):
         return None
-
-
-def quantity_text(value: Fraction) -> str:
-    """`value` in quantity notation, or as a fraction when it has none (e.g. 1/3)."""
-    try:
-        return format_quantity(value)
-    except QuantityError:
-        return str(value)
 
 
 def as_list(value: Any) -> list[Any]:
