@@ -220,9 +220,7 @@ def test_delete_collection_also_deletes_objects_changed_after_its_list(
 
     assert resource_api.list_resource_slice().items == []
     stream = watch.Watch().stream(
-        resource_api.list_resource_slice,
-        resource_version=rv,
-        timeout_seconds=5,
+        resource_api.list_resource_slice, resource_version=rv, timeout_seconds=5,
         deserialize=False,
     )
     deleted = []

@@ -342,7 +342,9 @@ def test_watch_from_a_future_resource_version_ends_with_too_large_error(make_sli
     assert [e["type"] for e in events] == ["ERROR"]
     status = events[0]["object"]
     assert (status["code"], status["reason"]) == (504, "Timeout")
-    assert status["message"] == (f"Too large resource version: {future}, current: {future - 100}")
+    assert status["message"] == (
+        f"Too large resource version: {future}, current: {future - 100}"
+    )
     assert status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
 
 
@@ -353,9 +355,7 @@ def test_watch_from_a_version_reached_while_waiting_streams_normally(server, mak
     start = server.resource_version + 1  # the next write's version
     result: list = []
     stream = watch.Watch().stream(
-        api.list_resource_slice,
-        resource_version=str(start),
-        timeout_seconds=5,
+        api.list_resource_slice, resource_version=str(start), timeout_seconds=5,
         deserialize=False,
     )
     reader = threading.Thread(target=lambda: result.extend(_collect(stream, 1)))
@@ -405,12 +405,9 @@ def test_list_then_watch_under_concurrent_writers_replays_to_the_final_state(ser
 
     def read() -> None:
         stream = watch.Watch().stream(
-            api.list_resource_slice,
-            field_selector=selector,
-            resource_version=initial["metadata"]["resourceVersion"],
-            timeout_seconds=30,
-            deserialize=False,
-        )
+            api.list_resource_slice, field_selector=selector,
+            resource_version=initial["metadata"]["resourceVersion"], timeout_seconds=30,
+            deserialize=False)
         for event in stream:
             if event["object"]["metadata"]["name"] == "zz-last":
                 break
@@ -421,11 +418,8 @@ def test_list_then_watch_under_concurrent_writers_replays_to_the_final_state(ser
     reader.start()
     for thread in writers:
         thread.join()
-    held = {
-        o["metadata"]["name"]: o["metadata"]["resourceVersion"]
-        for o in server.objects("resourceslices")
-        if o["spec"]["nodeName"] == NODE
-    }
+    held = {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+            for o in server.objects("resourceslices") if o["spec"]["nodeName"] == NODE}
     server.put_object("resourceslices", make_slice(name="zz-last"))  # marks the end
     reader.join(timeout=30)
     api_client.close()
