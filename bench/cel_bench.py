@@ -3,7 +3,7 @@
 Evaluates a few typical DeviceClass / request selectors against one device many times and
 prints microseconds per evaluation. The floor is the same decision written as a plain
 Python comparison on the same data, measured in the same run; the ratio says how much the
-CEL evaluator costs over it. Then it prints the time `import driver.testing.allocator`
+CEL evaluator costs over it. Then it prints the time `import driver.testing.scheduler`
 takes in a fresh interpreter, beside a floor of `python -c pass`, and the time to compile
 one selector the first time (the parser is built lazily, once).
 
@@ -75,7 +75,7 @@ def _cel_import_ms() -> float:
     runs = []
     for _ in range(5):
         report = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import driver.testing.allocator"],
+            [sys.executable, "-X", "importtime", "-c", "import driver.testing.scheduler"],
             check=True, capture_output=True, text=True,
         ).stderr  # fmt: skip
         for line in report.splitlines():
@@ -116,8 +116,8 @@ def main() -> None:
     print(f"import + first compile in this process: {first_compile * 1000:.0f} ms")
 
     bare = _import_cpu_seconds("pass")
-    allocator = _import_cpu_seconds("import driver.testing.allocator")
-    print(f"CPU: python -c pass {bare * 1000:.0f} ms; import driver.testing.allocator "
+    allocator = _import_cpu_seconds("import driver.testing.scheduler")
+    print(f"CPU: python -c pass {bare * 1000:.0f} ms; import driver.testing.scheduler "
           f"{allocator * 1000:.0f} ms (+{(allocator - bare) * 1000:.0f} ms), of which "
           f"driver.testing.allocation.cel {_cel_import_ms():.0f} ms (-X importtime)")  # fmt: skip
 

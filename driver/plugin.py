@@ -24,9 +24,9 @@ from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
 from driver.devices.live import DeviceKey, LiveDevices, NodeView
 from driver.devices.model import Inventory
 from driver.kube import load_api_client
+from driver.kubelet.endpoints import start_kubelet_plugin
 from driver.kubelet.health import HealthBoard
 from driver.kubelet.healthcheck import start_healthcheck_server
-from driver.kubelet.plugin import start_kubelet_plugin
 from driver.kubelet.serialize import CallSerializer
 from driver.kubelet.sockets import dra_socket_path, registration_socket_path
 from driver.observability.logs import configure_logging

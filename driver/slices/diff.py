@@ -145,27 +145,57 @@ def plan_pool(
         generation += 1
 
     writes = [
-        SliceWrite("delete", desired.name, s["metadata"]["name"], uid=s["metadata"].get("uid"),
+        *_deletes(desired.name, obsolete),
+        *_updates(desired, matched, changes, generation, bumped, target),
+        *_creates(desired, set(matched), generation, target, taken_names),
+    ]
+    return PoolPlan(desired.name, generation, count, bumped, tuple(writes))
+
+
+def _deletes(pool: str, obsolete: Sequence[Mapping[str, Any]]) -> list[SliceWrite]:
+    return [
+        SliceWrite("delete", pool, s["metadata"]["name"], uid=s["metadata"].get("uid"),
                    resource_version=s["metadata"].get("resourceVersion"), reason="obsolete")
         for s in obsolete
     ]
+
+
+def _updates(desired: DesiredPool, matched: Mapping[int, Mapping[str, Any]],
+             changes: Mapping[int, list[str]], generation: int, bumped: bool,
+             target: SliceTarget) -> list[SliceWrite]:
+    """Updates of the matched slices that changed, or of all of them when the generation
+    was bumped (every slice of the pool must carry the new one)."""
+    count = len(desired.slices)
+    writes = []
     for i in sorted(matched):
-        if bumped or i in changes:
-            reason = "changed: " + ", ".join(changes[i]) if i in changes else "generation bump"
-            body = update_body(matched[i], desired.slices[i], desired.name, generation, count,
-                               target)
-            writes.append(SliceWrite("update", desired.name, matched[i]["metadata"]["name"], i,
-                                     body, reason=reason))
+        if not bumped and i not in changes:
+            continue
+        reason = "changed: " + ", ".join(changes[i]) if i in changes else "generation bump"
+        body = update_body(matched[i], desired.slices[i], desired.name, generation, count,
+                           target)
+        writes.append(SliceWrite("update", desired.name, matched[i]["metadata"]["name"], i,
+                                 body, reason=reason))
+    return writes
+
+
+def _creates(desired: DesiredPool, matched: set[int], generation: int, target: SliceTarget,
+             taken_names: frozenset[str]) -> list[SliceWrite]:
+    """Creates of the slices no observed one matched; a taken name falls back to
+    generateName."""
+    count = len(desired.slices)
+    width = naming.index_width(count)
+    writes = []
     for i in range(count):
-        if i not in matched:
-            name = naming.slice_name(i, width, target.driver, target.node, desired.name)
-            generate = name in taken_names
-            if generate:
-                name = naming.name_prefix(i, width, target.driver, target.node)
-            body = slice_object(desired.slices[i], desired.name, generation, count, target,
-                                name, generate)
-            writes.append(SliceWrite("create", desired.name, name, i, body, reason="missing"))
-    return PoolPlan(desired.name, generation, count, bumped, tuple(writes))
+        if i in matched:
+            continue
+        name = naming.slice_name(i, width, target.driver, target.node, desired.name)
+        generate = name in taken_names
+        if generate:
+            name = naming.name_prefix(i, width, target.driver, target.node)
+        body = slice_object(desired.slices[i], desired.name, generation, count, target,
+                            name, generate)
+        writes.append(SliceWrite("create", desired.name, name, i, body, reason="missing"))
+    return writes
 
 
 def plan_removal(pool: str, observed: Sequence[Mapping[str, Any]]) -> PoolPlan:

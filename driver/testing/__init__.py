@@ -18,10 +18,10 @@ against the real kube-apiserver and kube-scheduler.
 """
 
 from driver.testing.allocation.builders import claim, device_class, exactly
-from driver.testing.allocator import AllocationError, Allocator, allocate
 from driver.testing.apiserver import APIServer
 from driver.testing.cluster import LocalCluster, PluginProcess, wait_until
 from driver.testing.kubelet import KubeletEmulator, KubeletError
+from driver.testing.scheduler import AllocationError, Allocator, allocate
 
 __all__ = [
     "APIServer",

@@ -30,9 +30,9 @@ from driver.claims.types import ClaimRef
 from driver.kubelet.sockets import registration_socket_path
 from driver.testing.allocation.builders import claim as claim_json
 from driver.testing.allocation.builders import device_class
-from driver.testing.allocator import Allocator
 from driver.testing.apiserver import APIServer
 from driver.testing.kubelet import KubeletEmulator
+from driver.testing.scheduler import Allocator
 
 JSON = dict[str, Any]
 T = TypeVar("T")

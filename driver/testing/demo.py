@@ -18,9 +18,10 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from driver.claims.types import ClaimRef
 from driver.cli.usage import usage_main
 from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
+from driver.testing.cluster import LocalCluster, PluginProcess
 
 JSON = dict[str, Any]
 
@@ -82,7 +83,17 @@ def _one_line(err: Exception) -> str:
 def _demo(cluster: LocalCluster) -> None:
     _title(f"simdra demo: node {cluster.node_name}, driver {cluster.driver_name}")
     print(f"API stand-in {cluster.api.url}; work directory {cluster.workdir}")
+    plugin = _start_plugin(cluster)
+    _show_slices(cluster)
+    claims = _allocate_claims(cluster)
+    refs = _prepare(cluster, claims)
+    _show_spec(cluster, "web-a")
+    _show_usage(cluster)
+    _unprepare(cluster, refs)
+    _stop(cluster, plugin)
 
+
+def _start_plugin(cluster: LocalCluster) -> PluginProcess:
     _title("1. Plugin started and registered with the kubelet")
     plugin = cluster.start_plugin(profile="gpu,nic", num_devices=2)
     assert cluster.kubelet is not None
@@ -92,7 +103,10 @@ def _demo(cluster: LocalCluster) -> None:
         f"advertised services: {', '.join(instance.supported_versions)}; "
         f"the kubelet uses {instance.dra_version}"
     )
+    return plugin
 
+
+def _show_slices(cluster: LocalCluster) -> None:
     _title("2. Published ResourceSlices")
     for pool, items in cluster.complete_pools().items():
         for item in items:
@@ -103,6 +117,8 @@ def _demo(cluster: LocalCluster) -> None:
             )
             print(format_devices(spec.get("devices", [])))
 
+
+def _allocate_claims(cluster: LocalCluster) -> list[str]:
     _title("3. Claims allocated by the scheduler stand-in")
     nic_request = {"capacity": {"requests": {"bandwidth": "1G"}}}
     claims = {
@@ -115,7 +131,10 @@ def _demo(cluster: LocalCluster) -> None:
         allocated = cluster.allocate(name)
         for result in allocated["status"]["allocation"]["devices"]["results"]:
             print(f"default/{name}: {format_result(result)}")
+    return list(claims)
 
+
+def _prepare(cluster: LocalCluster, claims: list[str]) -> list[ClaimRef]:
     _title("4. NodePrepareResources (kubelet -> plugin, DRA v1)")
     answer = cluster.prepare(*claims, version="v1")
     refs = [cluster.claim_ref(name) for name in claims]
@@ -130,17 +149,24 @@ def _demo(cluster: LocalCluster) -> None:
                   f"{','.join(device['request_names'])}{share}")
             for cdi_id in device["cdi_device_ids"]:
                 print(f"    CDI device {cdi_id}")
+    return refs
 
-    _title("5. CDI spec written for claim web-a")
-    web_a = cluster.claim_ref("web-a")
-    spec_path = next(cluster.cdi_root.glob(f"*_{web_a.uid}.json"))
+
+def _show_spec(cluster: LocalCluster, claim: str) -> None:
+    _title(f"5. CDI spec written for claim {claim}")
+    ref = cluster.claim_ref(claim)
+    spec_path = next(cluster.cdi_root.glob(f"*_{ref.uid}.json"))
     print(spec_path)
     print(json.dumps(json.loads(spec_path.read_text()), indent=2))
 
+
+def _show_usage(cluster: LocalCluster) -> None:
     _title("6. Capacity in use on the node (simdra usage)")
     if usage_main(["--plugin-dir", str(cluster.data_dir)]) != 0:
         raise RuntimeError("simdra usage failed")
 
+
+def _unprepare(cluster: LocalCluster, refs: list[ClaimRef]) -> None:
     _title("7. NodeUnprepareResources")
     unprepared = cluster.unprepare(*refs, version="v1")
     failed = {uid: e["error"] for uid, e in unprepared.items() if e["error"]}
@@ -149,6 +175,8 @@ def _demo(cluster: LocalCluster) -> None:
     left = sorted(p.name for p in cluster.cdi_root.iterdir())
     print(f"unprepared {len(unprepared)} claims; CDI spec files left: {left or 'none'}")
 
+
+def _stop(cluster: LocalCluster, plugin: PluginProcess) -> None:
     _title("8. Plugin stopped with SIGTERM")
     code = plugin.stop(signal.SIGTERM)
     sockets = sorted(str(p) for p in cluster.workdir.rglob("*.sock"))

@@ -21,7 +21,7 @@ from driver.testing.allocation.builders import (
     resource_slice,
     selector,
 )
-from driver.testing.allocator import allocate
+from driver.testing.scheduler import allocate
 from tests.fixtures import cdi_schema, every_field
 
 DRIVER = "gpu.simdra.example.com"

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from driver.claims.types import ClaimRef
-from driver.testing.allocator import AllocationError
+from driver.testing.scheduler import AllocationError
 
 from .builders import (
     ProfileCluster,

@@ -25,7 +25,7 @@ from driver.devices.registry import BACKENDS
 from driver.slices.desired import desired_pools
 from driver.testing.allocation.builders import resource_slice
 from driver.testing.allocation.cel import DeviceView, compile_selector
-from driver.testing.allocator import AllocationError, allocate
+from driver.testing.scheduler import AllocationError, allocate
 from tests.deploy.kustomize import pod_specs
 from tests.deploy.layout import JSON, K8S_VERSIONS, env_of, of_kind, one
 from tests.deploy.schemas import schema_errors

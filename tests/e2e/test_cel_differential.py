@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from driver.testing.allocator import AllocationError, allocate
 from driver.testing.cluster import wait_until
+from driver.testing.scheduler import AllocationError, allocate
 
 from .conftest import CEL_NODE
 from .hostnode import HostNode

@@ -25,8 +25,8 @@ import pytest
 from driver.claims.env import ENV_PREFIX, ID_LENGTH
 from driver.claims.types import ClaimRef
 from driver.testing.allocation.builders import exactly, selector
-from driver.testing.allocator import AllocationError
 from driver.testing.cluster import LocalCluster
+from driver.testing.scheduler import AllocationError
 
 GPU_CLASS = "gpu.dra.example.com"
 NIC_CLASS = "nic.dra.example.com"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from driver.kubelet.plugin import KubeletPlugin, start_kubelet_plugin
+from driver.kubelet.endpoints import KubeletPlugin, start_kubelet_plugin
 from driver.testing.kubelet import KubeletEmulator
 
 from .fakes import DRIVER, Dirs, FakePreparer

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from driver.kubelet.endpoints import KubeletPlugin
 from driver.kubelet.health import DeviceHealth, HealthBoard, HealthStatus, clip_message
-from driver.kubelet.plugin import KubeletPlugin
 from driver.testing.kubelet import KubeletEmulator, KubeletError
 
 from .fakes import DRIVER

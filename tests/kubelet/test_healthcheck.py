@@ -15,6 +15,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from driver.claims.types import ClaimRef
+from driver.kubelet.endpoints import KubeletPlugin
 from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
 from driver.kubelet.healthcheck import (
     READINESS_SERVICE,
@@ -23,7 +24,6 @@ from driver.kubelet.healthcheck import (
     probe_unix_socket,
     start_healthcheck_server,
 )
-from driver.kubelet.plugin import KubeletPlugin
 
 from .fakes import DRIVER, Dirs, FakePreparer
 

@@ -10,10 +10,10 @@ import grpc
 import pytest
 
 from driver.claims.types import ClaimRef
+from driver.kubelet.endpoints import KubeletPlugin
 from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
 from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
 from driver.kubelet.health import HealthBoard
-from driver.kubelet.plugin import KubeletPlugin
 from driver.kubelet.registration import RegistrationServicer
 from driver.kubelet.server import SocketPathError, start_unix_server
 from driver.testing.kubelet import (

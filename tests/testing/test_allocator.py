@@ -16,7 +16,7 @@ from driver.testing.allocation.builders import (
     resource_slice,
     selector,
 )
-from driver.testing.allocator import AllocationError, UnsupportedExpression, allocate
+from driver.testing.scheduler import AllocationError, UnsupportedExpression, allocate
 
 JSON = dict[str, Any]
 GPU, NIC = "gpu.example.com", "nic.example.com"

@@ -10,8 +10,8 @@ import pytest
 from kubernetes.client import ApiClient, ResourceV1Api
 
 from driver.testing.allocation.builders import claim, device_class, exactly, resource_slice
-from driver.testing.allocator import AllocationError, Allocator
 from driver.testing.apiserver import APIServer
+from driver.testing.scheduler import AllocationError, Allocator
 
 NIC = "nic.example.com"
 NAMESPACE = "default"

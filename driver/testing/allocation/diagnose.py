@@ -14,7 +14,7 @@ from driver.testing.allocation.format import human_quantity
 from driver.testing.allocation.pools import Candidate
 from driver.testing.allocation.requests import Constraint, RequestSpec
 from driver.testing.allocation.search import MAX_RESULTS, Rejection, Search
-from driver.testing.allocation.usage import Usage
+from driver.testing.allocation.taken import Usage
 
 MAX_LISTED = 6
 

@@ -26,7 +26,7 @@ from driver.testing.allocation.requests import (
     blocking_taint,
     claim_label,
 )
-from driver.testing.allocation.usage import Usage
+from driver.testing.allocation.taken import Usage
 
 MAX_STEPS = 200_000  # a test allocator should fail loudly rather than search forever
 MAX_RESULTS = 32  # status.allocation.devices.results limit (API validation)

@@ -48,14 +48,7 @@ class KubeletPlugin:
         serializer: contextlib.AbstractContextManager[Any] | None = (
             CallSerializer(lock_file) if serialize else None
         )
-
-        def register_dra(server: grpc.Server) -> None:
-            self._services += add_dra_services(server, preparer, serializer)
-            if health is not None:
-                names, self._health_servicers = add_health_services(server, health)
-                self._services += names
-
-        self._dra = start_unix_server(dra_socket, register_dra, max_workers=max_workers, name="dra")
+        self._dra = self._serve_dra(dra_socket, preparer, serializer, health, max_workers)
         self.dra_socket = self._dra.path
         # Computed from what is actually served, in preference order (v1 first).
         self.supported_versions = tuple(advertised_name(s) for s in self._services)
@@ -64,22 +57,34 @@ class KubeletPlugin:
         )
         self._registrar: UnixSocketServer | None = None
         try:
-            self._registrar = start_unix_server(
-                registration_socket,
-                lambda s: regpb_grpc.add_RegistrationServicer_to_server(self.registration, s),
-                max_workers=2,
-                name="registration",
-            )
+            self._registrar = self._serve_registration(registration_socket)
         except BaseException:
             self._dra.stop(grace=None)
             raise
         self.registration_socket = self._registrar.path
         log.info(
             "kubelet plugin for %s: DRA socket %s, registration socket %s, services %s",
-            driver_name,
-            self.dra_socket,
-            self.registration_socket,
+            driver_name, self.dra_socket, self.registration_socket,
             ", ".join(self.supported_versions),
+        )
+
+    def _serve_dra(self, path: str, preparer: ClaimPreparer,
+                   serializer: contextlib.AbstractContextManager[Any] | None,
+                   health: HealthSource | None, max_workers: int) -> UnixSocketServer:
+        def register(server: grpc.Server) -> None:
+            self._services += add_dra_services(server, preparer, serializer)
+            if health is not None:
+                names, self._health_servicers = add_health_services(server, health)
+                self._services += names
+
+        return start_unix_server(path, register, max_workers=max_workers, name="dra")
+
+    def _serve_registration(self, path: str) -> UnixSocketServer:
+        return start_unix_server(
+            path,
+            lambda s: regpb_grpc.add_RegistrationServicer_to_server(self.registration, s),
+            max_workers=2,
+            name="registration",
         )
 
     @property

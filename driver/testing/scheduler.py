@@ -41,7 +41,7 @@ from driver.testing.allocation.pools import candidates_for_node, gather_pools, n
 from driver.testing.allocation.requests import claim_label, parse_constraints, parse_requests
 from driver.testing.allocation.result import build_allocation
 from driver.testing.allocation.search import Search
-from driver.testing.allocation.usage import Usage
+from driver.testing.allocation.taken import Usage
 
 __all__ = ["AllocationError", "Allocator", "UnsupportedExpression", "allocate"]
 
