@@ -42,50 +42,54 @@ def report_json(report: UsageReport) -> dict[str, Any]:
     """The report as JSON for scripts (quantities as Kubernetes quantity strings)."""
     return {
         "dataDir": report.data_dir,
-        "devices": [
+        "devices": [_device_json(d) for d in report.devices],
+        "counterSets": [_counter_json(c) for c in report.counters],
+        "problems": [_problem_json(report, p) for p in report.problems],
+    }
+
+
+def _device_json(d: DeviceUsage) -> dict[str, Any]:
+    return {
+        "pool": d.pool,
+        "device": d.device,
+        "type": d.device_type,
+        "mode": _mode(d),
+        "capacity": _quantities(d.capacity),
+        "used": _quantities(d.used),
+        "free": _quantities(d.free),
+        "holders": [
             {
-                "pool": d.pool,
-                "device": d.device,
-                "type": d.device_type,
-                "mode": _mode(d),
-                "capacity": _quantities(d.capacity),
-                "used": _quantities(d.used),
-                "free": _quantities(d.free),
-                "holders": [
-                    {
-                        "claim": {"namespace": h.namespace, "name": h.name, "uid": h.uid},
-                        "shareID": h.share_id,
-                        "consumed": _quantities(h.consumed),
-                        "adminAccess": h.admin_access,
-                        "requests": list(h.requests),
-                    }
-                    for h in d.holders
-                ],
-                "reservedByUnreadableRecords": list(d.reserved_by),
+                "claim": {"namespace": h.namespace, "name": h.name, "uid": h.uid},
+                "shareID": h.share_id,
+                "consumed": _quantities(h.consumed),
+                "adminAccess": h.admin_access,
+                "requests": list(h.requests),
             }
-            for d in report.devices
+            for h in d.holders
         ],
-        "counterSets": [
-            {
-                "pool": c.pool,
-                "name": c.counter_set,
-                "total": _quantities(c.total),
-                "used": _quantities(c.used),
-                "free": _quantities(c.free),
-                "devices": list(c.devices),
-            }
-            for c in report.counters
-        ],
-        "problems": [
-            {
-                "claimUID": p.uid,
-                "path": str(p.path),
-                "reason": p.reason,
-                "reserves": [f"{pool}/{device}" for pool, device in _held(report, p).devices],
-                "reservation": _held(report, p).describe(),
-            }
-            for p in report.problems
-        ],
+        "reservedByUnreadableRecords": list(d.reserved_by),
+    }
+
+
+def _counter_json(c: CounterUsage) -> dict[str, Any]:
+    return {
+        "pool": c.pool,
+        "name": c.counter_set,
+        "total": _quantities(c.total),
+        "used": _quantities(c.used),
+        "free": _quantities(c.free),
+        "devices": list(c.devices),
+    }
+
+
+def _problem_json(report: UsageReport, p: CorruptRecord) -> dict[str, Any]:
+    held = _held(report, p)
+    return {
+        "claimUID": p.uid,
+        "path": str(p.path),
+        "reason": p.reason,
+        "reserves": [f"{pool}/{device}" for pool, device in held.devices],
+        "reservation": held.describe(),
     }
 
 

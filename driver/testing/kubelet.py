@@ -17,10 +17,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import stat
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import ModuleType, TracebackType
 from typing import Any
 
@@ -42,9 +41,23 @@ from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
 from driver.kubelet.services import (
     DRA_PLUGIN_TYPE,
     KUBELET_DRA_SERVICES,
-    V1_RESOURCE_HEALTH,
-    V1ALPHA1_RESOURCE_HEALTH,
 )
+from driver.testing.kubelet_rules import (
+    KubeletError,
+    PluginInstance,
+    check_result_keys,
+    claim_message,
+    device_dict,
+    discover_sockets,
+    health_dict,
+    pick_dra_version,
+    pick_health_version,
+    rpc_text,
+    unary_call,
+)
+
+__all__ = ["KubeletEmulator", "KubeletError", "PluginInstance", "pick_dra_version",
+           "pick_health_version"]
 
 log = logging.getLogger(__name__)
 
@@ -67,102 +80,12 @@ _HEALTH_APIS: dict[str, tuple[ModuleType, Any]] = {
 }
 
 
-class KubeletError(Exception):
-    """A call failed, or the plugin answered something a kubelet would reject."""
-
-
-def discover_sockets(registry_dir: str) -> dict[str, tuple[int, int, int]]:
-    """Registration sockets under registry_dir (subdirectories included), like the
-    kubelet's plugin watcher: names starting with "." and non-sockets are ignored.
-
-    Returns path -> (device, inode, mtime in ns); a re-created socket has a new identity.
-    """
-    found: dict[str, tuple[int, int, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(registry_dir):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = os.path.join(dirpath, name)
-            with contextlib.suppress(FileNotFoundError):
-                st = os.lstat(path)
-                if stat.S_ISSOCK(st.st_mode):
-                    found[path] = (st.st_dev, st.st_ino, st.st_mtime_ns)
-    return found
-
-
-def pick_dra_version(supported_versions: Sequence[str]) -> str | None:
-    """1.34+ rule: the first entry of the PLUGIN's list that the kubelet supports."""
-    for entry in supported_versions:
-        if entry in KUBELET_DRA_SERVICES:
-            return entry.partition(".")[0]
-    return None
-
-
-def pick_health_version(supported_versions: Sequence[str]) -> str | None:
-    """1.37 rule: v1 health preferred over v1alpha1; None when neither is advertised."""
-    if V1_RESOURCE_HEALTH in supported_versions:
-        return "v1"
-    if V1ALPHA1_RESOURCE_HEALTH in supported_versions:
-        return "v1alpha1"
-    return None
-
-
-@dataclass
-class PluginInstance:
-    """One registered instance of a DRA driver."""
-
-    driver_name: str
-    endpoint: str
-    registration_socket: str
-    supported_versions: tuple[str, ...]
-    dra_version: str
-    health_version: str | None
-    channel: grpc.Channel = field(repr=False)
-
-
 @dataclass
 class _Attempt:
     identity: tuple[int, int, int]
     failures: int = 0
     next_try: float = 0.0
     error: str = ""
-
-
-def _device_dict(device: Any) -> dict[str, Any]:
-    has_share = "share_id" in type(device).DESCRIPTOR.fields_by_name
-    return {
-        "request_names": list(device.request_names),
-        "pool_name": device.pool_name,
-        "device_name": device.device_name,
-        "cdi_device_ids": list(device.cdi_device_ids),
-        "share_id": device.share_id if has_share and device.HasField("share_id") else None,
-    }
-
-
-def _health_dict(pb: ModuleType, entry: Any) -> dict[str, Any]:
-    return {
-        "pool_name": entry.device.pool_name,
-        "device_name": entry.device.device_name,
-        "health": pb.HealthStatus.Name(entry.health).capitalize(),
-        "last_updated_time": entry.last_updated_time,
-        "health_check_timeout_seconds": entry.health_check_timeout_seconds,
-        "message": entry.message,
-    }
-
-
-def check_result_keys(call: str, requested: Iterable[str], returned: Iterable[str]) -> None:
-    """The kubelet's checks on a prepare/unprepare map (api-facts 2.3)."""
-    wanted = set(requested)
-    got = set(returned)
-    unknown = sorted(got - wanted)
-    if unknown:
-        raise KubeletError(f"{call}: result for unknown claim UID(s) {', '.join(unknown)}")
-    missing = sorted(wanted - got)
-    if missing:
-        raise KubeletError(
-            f"{call}: skipped {len(missing)} ResourceClaims (no entry for {', '.join(missing)})"
-        )
 
 
 class KubeletEmulator:
@@ -259,7 +182,7 @@ class KubeletEmulator:
                 regpb.InfoRequest(), timeout=GET_INFO_TIMEOUT
             )
         except grpc.RpcError as err:
-            raise KubeletError(f"{path}: GetInfo failed: {_rpc_text(err)}") from None
+            raise KubeletError(f"{path}: GetInfo failed: {rpc_text(err)}") from None
 
     def _validate(self, info: Any, registration_socket: str) -> PluginInstance:
         if info.type != DRA_PLUGIN_TYPE:
@@ -296,7 +219,7 @@ class KubeletEmulator:
             )
         except grpc.RpcError as err:
             # Like the kubelet: logged, not fatal (plugins answer a rejection with an error).
-            log.info("NotifyRegistrationStatus(%s) to %s: %s", registered, path, _rpc_text(err))
+            log.info("NotifyRegistrationStatus(%s) to %s: %s", registered, path, rpc_text(err))
 
     def deregister(self, registration_socket: str) -> None:
         """Forget an instance (what the kubelet does when its socket disappears)."""
@@ -361,12 +284,12 @@ class KubeletEmulator:
         unset; always None over v1beta1). version forces "v1" or "v1beta1".
         """
         instance, pb, stub = self._dra_stub(driver_name, version)
-        request = pb.NodePrepareResourcesRequest(claims=[_claim(pb, c) for c in claims])
+        request = pb.NodePrepareResourcesRequest(claims=[claim_message(pb, c) for c in claims])
         call = f"NodePrepareResources ({instance.driver_name}, {_api(instance, version)})"
-        response = _unary(stub.NodePrepareResources, request, timeout, call)
+        response = unary_call(stub.NodePrepareResources, request, timeout, call)
         check_result_keys(call, (c.uid for c in claims), response.claims.keys())
         return {
-            uid: {"devices": [_device_dict(d) for d in entry.devices], "error": entry.error}
+            uid: {"devices": [device_dict(d) for d in entry.devices], "error": entry.error}
             for uid, entry in response.claims.items()
         }
 
@@ -380,9 +303,9 @@ class KubeletEmulator:
     ) -> dict[str, dict[str, Any]]:
         """NodeUnprepareResources for these claims; returns claim UID -> {"error": str}."""
         instance, pb, stub = self._dra_stub(driver_name, version)
-        request = pb.NodeUnprepareResourcesRequest(claims=[_claim(pb, c) for c in claims])
+        request = pb.NodeUnprepareResourcesRequest(claims=[claim_message(pb, c) for c in claims])
         call = f"NodeUnprepareResources ({instance.driver_name}, {_api(instance, version)})"
-        response = _unary(stub.NodeUnprepareResources, request, timeout, call)
+        response = unary_call(stub.NodeUnprepareResources, request, timeout, call)
         check_result_keys(call, (c.uid for c in claims), response.claims.keys())
         return {uid: {"error": entry.error} for uid, entry in response.claims.items()}
 
@@ -425,16 +348,11 @@ class KubeletEmulator:
         )
         collected: list[list[dict[str, Any]]] = []
         try:
-            for response in stream:
-                collected.append([_health_dict(pb, d) for d in response.devices])
-                if on_message is not None:
-                    on_message(collected[-1])
-                if len(collected) >= messages:
-                    break
+            _collect(stream, pb, messages, on_message, collected)
         except grpc.RpcError as err:
             raise KubeletError(
                 f"NodeWatchResources ({instance.driver_name}, {api}) after "
-                f"{len(collected)} message(s): {_rpc_text(err)}"
+                f"{len(collected)} message(s): {rpc_text(err)}"
             ) from None
         finally:
             stream.cancel()
@@ -464,22 +382,16 @@ class _Rejected(Exception):
     """Registration refused; the plugin is told with NotifyRegistrationStatus(false)."""
 
 
+def _collect(stream: Any, pb: ModuleType, messages: int,
+             on_message: Callable[[list[dict[str, Any]]], None] | None,
+             into: list[list[dict[str, Any]]]) -> None:
+    for response in stream:
+        into.append([health_dict(pb, d) for d in response.devices])
+        if on_message is not None:
+            on_message(into[-1])
+        if len(into) >= messages:
+            return
+
+
 def _api(instance: PluginInstance, version: str | None) -> str:
     return version or instance.dra_version
-
-
-def _claim(pb: ModuleType, claim: ClaimRef) -> Any:
-    return pb.Claim(namespace=claim.namespace, name=claim.name, uid=claim.uid)
-
-
-def _unary(method: Any, request: Any, timeout: float, call: str) -> Any:
-    try:
-        return method(request, timeout=timeout)
-    except grpc.RpcError as err:
-        raise KubeletError(f"{call}: {_rpc_text(err)}") from None
-
-
-def _rpc_text(err: grpc.RpcError) -> str:
-    code = err.code() if isinstance(err, grpc.Call) else None
-    details = err.details() if isinstance(err, grpc.Call) else str(err)
-    return f"{code.name if code else 'error'}: {details}"

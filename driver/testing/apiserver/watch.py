@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
 from driver.testing.apiserver.errors import expired, too_large_resource_version
@@ -89,15 +89,7 @@ def stream(
             error = too_large_resource_version(request.start, store.resource_version)
             yield _line("ERROR", error.status())
         return
-    if request.start is None:
-        items, position = store.list(request.resource.plural, request.namespace)
-        for obj in items:
-            if request.selector.matches(obj):
-                yield _line("ADDED", obj)
-        if request.initial_events_end and request.bookmarks:
-            yield _bookmark(request.resource, position, initial_end=True)
-    else:
-        position = request.start
+    position = yield from _initial_events(store, request)
     next_bookmark = _next_bookmark(clock(), deadline, bookmark_interval)
     while not store.closed and not client_gone():
         now = clock()
@@ -107,18 +99,39 @@ def stream(
         if request.bookmarks:
             wait = min(wait, max(0.0, next_bookmark - now))
         try:
-            events = store.events_after(position, wait)
+            position = yield from _events(store, request, position, wait)
         except HistoryExpired as gone:
             yield _line("ERROR", expired(str(gone)).status())
             return
-        for event in events:
-            position = event.rv
-            shown = _visible_type(event, request)
-            if shown is not None:
-                yield event.line(shown)
         if request.bookmarks and clock() >= next_bookmark and not store.closed:
             yield _bookmark(request.resource, position)
             next_bookmark = _next_bookmark(clock(), deadline, bookmark_interval)
+
+
+def _initial_events(store: Store, request: WatchRequest) -> Generator[bytes, None, int]:
+    """Without a start version: every object as ADDED (then the initial-events bookmark
+    when asked for); returns the resourceVersion to watch from."""
+    if request.start is not None:
+        return request.start
+    items, position = store.list(request.resource.plural, request.namespace)
+    for obj in items:
+        if request.selector.matches(obj):
+            yield _line("ADDED", obj)
+    if request.initial_events_end and request.bookmarks:
+        yield _bookmark(request.resource, position, initial_end=True)
+    return position
+
+
+def _events(store: Store, request: WatchRequest, position: int,
+            wait: float) -> Generator[bytes, None, int]:
+    """The lines of the events after `position` (waiting up to `wait` for one); returns
+    the new position. Raises HistoryExpired when `position` is too old."""
+    for event in store.events_after(position, wait):
+        position = event.rv
+        shown = _visible_type(event, request)
+        if shown is not None:
+            yield event.line(shown)
+    return position
 
 
 def _next_bookmark(now: float, deadline: float, interval: float) -> float:
