@@ -8,14 +8,14 @@ from typing import Any
 
 from driver.core.validation import FieldError, invalid, required, too_long, too_many
 from driver.testing.allocation.cel import UnsupportedExpression, compile_selector
-from driver.testing.apiserver.validation.celtypes import (
+from driver.testing.apiserver.validation.celtype_rules import (
     ANY,
     BOOL,
     DYN,
     TypeCheckError,
-    result_type,
     shown,
 )
+from driver.testing.apiserver.validation.celtypes import result_type
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 MAX_SELECTORS = 32
