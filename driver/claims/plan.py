@@ -25,12 +25,13 @@ from driver.claims.cdi import (
 )
 from driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, resolve_all
 from driver.claims.config.handler import ConfigError, ConfigTarget
+from driver.claims.counters import pool_counters
 from driver.claims.env import capacity_key, render_env, unit_id
 from driver.claims.errors import ClaimError
 from driver.claims.names import check_allocation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
-from driver.core.quantity import QuantityError, ceil_int, parse_quantity, quantity_text
+from driver.core.quantity import QuantityError, ceil_int, quantity_text
 from driver.devices.model import Device, Inventory, Pool
 
 UnitKey = tuple[str, str, str | None]  # (pool, device, shareID)
@@ -231,7 +232,7 @@ def _draft(
     where = f"{allocation.label}: request {first.request}: pool {first.pool} device {first.device}"
     pool, device = _inventory_device(inventory, first, where)
     capacity = _check_share(device, first, where)
-    consumes, totals = _counters(pool, device, where)
+    consumes, totals = pool_counters(pool, device, where)
     name = _cdi_name(allocation.uid, first, qualify_pool=qualify_pool)
     try:
         cdi_id = qualified_name(kind, name)
@@ -308,53 +309,6 @@ def _check_share(device: Device, result: AllocatedDevice, where: str) -> dict[st
             f"{where}: consumedCapacity names {unknown}, the device has no such capacity"
         )
     return capacity
-
-
-def _counters(
-    pool: Pool, device: Device, where: str
-) -> tuple[dict[str, dict[str, Fraction]], dict[str, dict[str, Fraction]]]:
-    """What the device consumes of its pool's counter sets, and those sets' totals."""
-    try:
-        sets = {str(s["name"]): s for s in pool.shared_counters}
-        consumes: dict[str, dict[str, Fraction]] = {}
-        totals: dict[str, dict[str, Fraction]] = {}
-        for entry in device.spec.get("consumesCounters") or []:
-            name = str(entry["counterSet"])
-            if name not in sets:
-                raise ClaimError(
-                    f"{where}: the device consumes counter set {name}, "
-                    f"which pool {pool.name} does not have"
-                )
-            totals[name] = _amounts(sets[name]["counters"])
-            wanted = _amounts(entry["counters"])
-            unknown = sorted(set(wanted) - set(totals[name]))
-            if unknown:
-                raise ClaimError(f"{where}: counter set {name} has no counters {unknown}")
-            into = consumes.setdefault(name, {})
-            for counter, amount in wanted.items():
-                into[counter] = into.get(counter, Fraction(0)) + amount
-        return consumes, totals
-    except (KeyError, TypeError, AttributeError, QuantityError) as exc:
-        raise ClaimError(f"{where}: malformed counters in the inventory: {exc!r}") from None
-
-
-def device_counters(inventory: Inventory, pool_name: str, device_name: str) -> dict[
-    str, dict[str, Fraction]
-]:
-    """What a device of the inventory consumes of its pool's counter sets ({} when the
-    device is not there or its counters are malformed)."""
-    pool = inventory.pool(pool_name)
-    device = pool.device(device_name) if pool is not None else None
-    if pool is None or device is None:
-        return {}
-    try:
-        return _counters(pool, device, f"pool {pool_name} device {device_name}")[0]
-    except ClaimError:
-        return {}
-
-
-def _amounts(counters: Mapping[str, Any]) -> dict[str, Fraction]:
-    return {str(name): parse_quantity(c["value"]) for name, c in counters.items()}
 
 
 def _cdi_name(claim_uid: str, result: AllocatedDevice, *, qualify_pool: bool) -> str:

@@ -58,10 +58,11 @@ from driver.claims.cdi import (
     spec_file_prefix,
 )
 from driver.claims.checkpoint import Checkpoint, CorruptRecord, Stamp, trusted_for
+from driver.claims.counters import device_counters
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.ledger import CapacityLedger
 from driver.claims.names import check_ref
-from driver.claims.plan import PreparedClaim, device_counters, plan_prepare
+from driver.claims.plan import PreparedClaim, plan_prepare
 from driver.claims.reserved import Reservation, reservation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.source import ClaimSource
