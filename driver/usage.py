@@ -35,6 +35,7 @@ from driver.claims.errors import quantity_text
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import PreparedClaim, PreparedUnit
 from driver.claims.reserved import Reservation, reservation
+from driver.textlimits import escape_controls
 
 DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
 DEFAULT_DRIVER_NAME = "dra.example.com"
@@ -256,8 +257,8 @@ def render_table(report: UsageReport) -> str:
         sections.append(("COUNTER SETS", _counter_rows(report.counters)))
     if report.problems:
         rows = [["CLAIM UID", "RECORD", "PROBLEM"]]
-        rows += [[p.uid, str(p.path), f"{p.reason}; {_held(report, p).describe()}"]
-                 for p in report.problems]
+        rows += [[escape_controls(p.uid), escape_controls(str(p.path)),
+                  f"{p.reason}; {_held(report, p).describe()}"] for p in report.problems]
         sections.append(("PROBLEMS", rows))
     return "\n".join(f"{title}\n{_table(rows)}" for title, rows in sections)
 
