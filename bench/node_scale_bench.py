@@ -33,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -49,6 +50,7 @@ RECORD_BYTES = 3000  # about a one-share claim's record
 _MINIMAL_SERVER = """
 import sys, time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 import grpc
 handler = grpc.method_handlers_generic_handler("bench.Empty", {
     "Call": grpc.unary_unary_rpc_method_handler(lambda request, context: b"",
@@ -135,10 +137,27 @@ def make_claims(cluster: LocalCluster, count: int) -> list[ClaimRef]:
     return refs
 
 
-def run_round(cluster: LocalCluster, refs: list[ClaimRef], step: str, in_flight: int
-              ) -> tuple[list[float], list[float], float]:
-    """Prepare (or unprepare) every claim with `in_flight` calls at a time; returns the
-    latencies, the rate per quarter (in order of completion) and the overall rate."""
+@dataclass(frozen=True)
+class Round:
+    """One pass over all claims: latencies, calls/s per quarter (in order of completion)
+    and overall."""
+
+    latencies: list[float]
+    quarters: list[float]
+    overall: float
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything measured on the plugin."""
+
+    empty_fresh: float
+    empty_full: float
+    rounds: dict[tuple[str, int], Round]  # (step, in flight) -> round
+
+
+def run_round(cluster: LocalCluster, refs: list[ClaimRef], step: str, in_flight: int) -> Round:
+    """Prepare (or unprepare) every claim with `in_flight` calls at a time."""
     kubelet, driver = cluster.kubelet, cluster.driver_name
     assert kubelet is not None
     call = kubelet.prepare if step == "prepare" else kubelet.unprepare
@@ -164,15 +183,15 @@ def run_round(cluster: LocalCluster, refs: list[ClaimRef], step: str, in_flight:
     marks = [begin] + [done[q * quarter - 1] for q in range(1, 4)] + [done[-1]]
     counts = [quarter, quarter, quarter, len(done) - 3 * quarter]
     rates = [n / (b - a) for n, a, b in zip(counts, marks[:-1], marks[1:], strict=True)]
-    return latencies, rates, len(done) / (done[-1] - begin)
+    return Round(latencies, rates, len(done) / (done[-1] - begin))
 
 
 def empty_call(cluster: LocalCluster, samples: int = 200) -> float:
     """p50 seconds of an unprepare of a claim the plugin never saw."""
-    assert cluster.kubelet is not None
+    kubelet = cluster.kubelet
+    assert kubelet is not None
     unknown = [ClaimRef("default", "unknown", str(uuid.uuid4()))]
-    return _p50(_time(lambda: cluster.kubelet.unprepare(unknown,  # type: ignore[union-attr]
-                                                        driver_name=cluster.driver_name),
+    return _p50(_time(lambda: kubelet.unprepare(unknown, driver_name=cluster.driver_name),
                       samples))
 
 
@@ -198,19 +217,19 @@ def main() -> None:
     _report(args.claims, base, results, (before, after))
 
 
-def _measure(cluster: LocalCluster, refs: list[ClaimRef]) -> dict[str, object]:
-    results: dict[str, object] = {"empty_fresh": empty_call(cluster)}
+def _measure(cluster: LocalCluster, refs: list[ClaimRef]) -> Results:
+    fresh = empty_call(cluster)
+    full = 0.0
+    rounds = {}
     for in_flight in CONCURRENCY:
-        prepare = run_round(cluster, refs, "prepare", in_flight)
+        rounds[("prepare", in_flight)] = run_round(cluster, refs, "prepare", in_flight)
         if in_flight == 1:
-            results["empty_full"] = empty_call(cluster)
-        unprepare = run_round(cluster, refs, "unprepare", in_flight)
-        results[f"prepare/{in_flight}"] = prepare
-        results[f"unprepare/{in_flight}"] = unprepare
-    return results
+            full = empty_call(cluster)
+        rounds[("unprepare", in_flight)] = run_round(cluster, refs, "unprepare", in_flight)
+    return Results(fresh, full, rounds)
 
 
-def _report(count: int, base: dict[str, float], results: dict[str, object],
+def _report(count: int, base: dict[str, float], results: Results,
             floors: tuple[dict[str, float], dict[str, float]]) -> None:
     ms = 1000.0
     prepare_floor = base["rpc"] + 2 * base["write"]
@@ -223,20 +242,21 @@ def _report(count: int, base: dict[str, float], results: dict[str, object],
           f"= {1 / prepare_floor:6.0f}/s serial")
     print(f"  unprepare floor (call + 2 unlinks)  {unprepare_floor * ms:6.2f} ms  "
           f"= {1 / unprepare_floor:6.0f}/s serial")
-    seq_p = results["prepare/1"][0]  # type: ignore[index]
-    seq_u = results["unprepare/1"][0]  # type: ignore[index]
+    seq_p = results.rounds[("prepare", 1)].latencies
+    seq_u = results.rounds[("unprepare", 1)].latencies
     print("sequential (1 in flight, ledger growing to N)")
     for label, samples, ref in (("prepare", seq_p, prepare_floor),
                                 ("unprepare", seq_u, unprepare_floor)):
         print(f"  {label:9s} p50 {_p50(samples) * ms:6.2f} ms  p99 {_pct(samples, 0.99) * ms:6.2f}"
               f" ms  p50/floor {_p50(samples) / ref:4.1f}x")
-    fresh, full = results["empty_fresh"], results["empty_full"]
-    print(f"empty call: fresh {fresh * ms:.2f} ms, with {count} prepared {full * ms:.2f} ms"  # type: ignore[operator]
-          f"  ratio {full / fresh:.2f}x")  # type: ignore[operator]
+    fresh, full = results.empty_fresh, results.empty_full
+    print(f"empty call: fresh {fresh * ms:.2f} ms, with {count} prepared {full * ms:.2f} ms"
+          f"  ratio {full / fresh:.2f}x")
     print("throughput per quarter of the claims (calls/s), overall, and vs the serial floor")
     for in_flight in CONCURRENCY:
         for step, ref in (("prepare", prepare_floor), ("unprepare", unprepare_floor)):
-            _, rates, overall = results[f"{step}/{in_flight}"]  # type: ignore[misc]
+            one = results.rounds[(step, in_flight)]
+            rates, overall = one.quarters, one.overall
             quarters = " ".join(f"{r:6.0f}" for r in rates)
             print(f"  {step:9s} {in_flight:2d} in flight: {quarters}   overall {overall:6.0f}/s"
                   f"  last/first {rates[-1] / rates[0]:4.2f}  vs floor {overall * ref:4.2f}x")

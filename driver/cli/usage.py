@@ -32,6 +32,7 @@ from driver.claims.usage_report import (
 )
 from driver.cli.parser import OneLineParser, SubParsers
 from driver.core.quantity import quantity_text
+from driver.core.textlimits import escape_controls
 
 DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
 DEFAULT_DRIVER_NAME = "dra.example.com"
@@ -118,8 +119,8 @@ def render_table(report: UsageReport) -> str:
         sections.append(("COUNTER SETS", _counter_rows(report.counters)))
     if report.problems:
         rows = [["CLAIM UID", "RECORD", "PROBLEM"]]
-        rows += [[p.uid, str(p.path), f"{p.reason}; {_held(report, p).describe()}"]
-                 for p in report.problems]
+        rows += [[escape_controls(p.uid), escape_controls(str(p.path)),
+                  f"{p.reason}; {_held(report, p).describe()}"] for p in report.problems]
         sections.append(("PROBLEMS", rows))
     return "\n".join(f"{title}\n{_table(rows)}" for title, rows in sections)
 

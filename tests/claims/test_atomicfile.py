@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
 
@@ -51,3 +52,19 @@ def test_safe_child_rejects_hostile_names_naming_them(tmp_path, name):
     with pytest.raises(ValueError, match="unsafe file name") as info:
         safe_child(tmp_path, name)
     assert repr(name)[:20] in str(info.value) or len(name) > 40
+
+
+def test_only_stale_temp_files_of_our_own_writes_are_removed(tmp_path):
+    from driver.atomicfile import STALE_TEMP_SECONDS, remove_stale_temps
+
+    old = time.time() - STALE_TEMP_SECONDS - 60
+    stale = tmp_path / ".faults.json.k2j4x9_q.tmp"  # what write_atomic leaves on a crash
+    fresh = tmp_path / ".faults.json.a8b7c6d5.tmp"  # a write another process is making
+    others = [tmp_path / name for name in (".bashrc.tmp", "faults.json", ".x.tmp.keep")]
+    for path in (stale, fresh, *others):
+        path.write_text("{")
+    for path in (stale, *others):
+        os.utime(path, (old, old))
+    assert remove_stale_temps(tmp_path) == [stale]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [fresh.name, *(p.name for p in others)])

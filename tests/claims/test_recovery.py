@@ -206,3 +206,12 @@ def test_usage_reports_a_bad_record_in_one_line_and_its_reserved_devices(node, c
     assert [h["claim"]["uid"] for h in devices["gpu-1"]["holders"]] == [C]
     (problem,) = report["problems"]
     assert problem["reserves"] == ["node-a/gpu-0"]
+
+
+def test_usage_keeps_a_record_with_a_hostile_file_name_on_one_line(node, capsys):
+    node.preparer()
+    (node.data / "claims" / "evil\n2026 forged.json").write_text("{}")
+    assert usage_main(["--plugin-dir", str(node.data), "--cdi-root", str(node.cdi)]) == 0
+    table = capsys.readouterr().out
+    (line,) = [line for line in table.splitlines() if "evil" in line]
+    assert "evil\\n2026 forged" in line
