@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, cast
 
+import urllib3
 import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -86,6 +88,13 @@ def api_exception_parts(exc: ApiException) -> tuple[int, str, str]:
     except ValueError:
         message = str(body or "")
     return int(exc.status or 0), one_line(reason), one_line(message)
+
+
+def response_json(response: object) -> Any:
+    """The decoded body of a generated API method's answer when it was called with
+    `_preload_content=False`: then it returns the raw urllib3 response, although its
+    annotations name the model class it would otherwise build."""
+    return json.loads(cast(urllib3.HTTPResponse, response).data)
 
 
 def api_exception_text(exc: ApiException) -> str:

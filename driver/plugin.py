@@ -55,6 +55,7 @@ def make_backend(config: Config) -> DeviceBackend:
     from driver.devices.registry import backend_spec
 
     backend_class = load_backend_class(backend_spec(config.device_backend))
+    factory: Callable[[BackendContext], DeviceBackend]  # the class, or its from_context
     factory = getattr(backend_class, "from_context", backend_class)
     return factory(BackendContext.from_config(config))
 

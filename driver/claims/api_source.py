@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kubernetes import client
@@ -10,7 +9,7 @@ from kubernetes.client.exceptions import ApiException
 
 from driver.claims.errors import ClaimError, ClaimNotFound
 from driver.core.textlimits import clip
-from driver.kube import api_exception_parts, api_exception_text
+from driver.kube import api_exception_parts, api_exception_text, response_json
 
 # Well inside the kubelet's 45 s NodePrepareResources deadline, so a hung API server
 # turns into a per-claim error instead of a cancelled call.
@@ -43,7 +42,7 @@ class ApiClaimSource:
                 f"{where}: read from the API server: {api_exception_text(exc)}",
                 api_exception_parts(exc)[0],
             ) from None
-        claim = json.loads(response.data)
+        claim = response_json(response)
         if not isinstance(claim, dict):
             raise ValueError(
                 f"claim {clip(namespace)}/{clip(name)}: the API server sent a non-object"

@@ -255,7 +255,7 @@ class CapacityLedger:
                 self._pools.setdefault(key[0], _PoolUse()).start(key[1], entry.counters)
 
     def _take(self, claim_uid: str) -> list[tuple[DeviceKey, LedgerEntry]]:
-        taken = []
+        taken: list[tuple[DeviceKey, LedgerEntry]] = []
         for key in sorted(self._devices_of_claim.pop(claim_uid, set())):
             use = self._by_device[key]
             entries, became_unused = use.pop(claim_uid)

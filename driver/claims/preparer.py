@@ -37,8 +37,9 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from driver import atomicfile
 from driver.atomicfile import (
@@ -76,6 +77,7 @@ log = logging.getLogger(__name__)
 InventoryProvider = Callable[[], Inventory]
 Serializer = Callable[[], AbstractContextManager[object]]
 T = TypeVar("T")
+P = ParamSpec("P")
 # A claim as read from the API server, or the exception reading it raised.
 _Fetched = dict[str, Any] | Exception
 FaultHook = Callable[[str], None]
@@ -238,7 +240,7 @@ class Preparer:
         for ref, fetched in claims:
             if ref.uid in answers or ref.uid in planned:
                 continue  # the same claim twice in one batch: one answer
-            outcome = _in_context(ref, lambda r, f=fetched: self._start_prepare(r, f))
+            outcome = _in_context(ref, partial(self._start_prepare, fetched=fetched))
             if isinstance(outcome, _Planned):
                 planned[ref.uid] = outcome
             else:
@@ -305,7 +307,7 @@ class Preparer:
         if len(done) < len(planned):
             self._resync()
         for item in done:
-            _in_context(item.ref, lambda r, i=item: self._prepared_done(i))
+            _in_item_context(item, self._prepared_done)
             answers[item.ref.uid] = item.prepared.result
         return answers
 
@@ -335,7 +337,7 @@ class Preparer:
         done = []
         for item in items:
             item.progress.step = step
-            if _in_context(item.ref, lambda r, i=item: one(i)):
+            if _in_item_context(item, one):
                 done.append(item)
         return done
 
@@ -352,7 +354,7 @@ class Preparer:
             sync()
         except Exception as exc:
             for item in items:
-                _in_context(item.ref, lambda r, i=item, e=exc: fail(i, e))
+                _in_item_context(item, fail, exc)
             return []
         return items
 
@@ -617,6 +619,14 @@ def _in_context(ref: ClaimRef, work: Callable[[ClaimRef], T]) -> T:
     """Run `work(ref)` with the claim's identity on every log line it emits."""
     with log_context(claim=f"{ref.namespace}/{ref.name}", claim_uid=ref.uid):
         return work(ref)
+
+
+def _in_item_context(
+    item: Item, work: Callable[Concatenate[Item, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """Run `work(item, *args, **kwargs)` with its claim's identity on every log line it
+    emits. (Not a lambda with `i=item` in the loops: mypy cannot type its defaults.)"""
+    return _in_context(item.ref, lambda _ref: work(item, *args, **kwargs))
 
 
 def _label(ref: ClaimRef) -> str:

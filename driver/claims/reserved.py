@@ -89,9 +89,9 @@ def spec_devices(spec: Any) -> tuple[DeviceKey, ...]:
             if len(unit) == ID_LENGTH and key in ("POOL", "NAME"):
                 by_id.setdefault(unit, {})[key] = value
         for values in by_id.values():
-            pool, name = values.get("POOL"), values.get("NAME")
-            if not (pool_name_errors(pool, "pool") or dns_label_errors(name, "device")):
-                found[(str(pool), str(name))] = None
+            pool, device_name = values.get("POOL"), values.get("NAME")
+            if not (pool_name_errors(pool, "pool") or dns_label_errors(device_name, "device")):
+                found[(str(pool), str(device_name))] = None
     return tuple(found)
 
 

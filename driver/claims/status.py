@@ -45,7 +45,7 @@ from driver.claims.errors import claim_label
 from driver.claims.plan import PreparedClaim, PreparedUnit
 from driver.claims.types import ClaimRef
 from driver.core.quantity import quantity_text
-from driver.kube import api_exception_text
+from driver.kube import api_exception_text, response_json
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +120,9 @@ def _ready(
     unit: PreparedUnit, now: str, generation: int | None, previous: Mapping[str, Any] | None
 ) -> JSON:
     since = now
-    for condition in (previous or {}).get("conditions") or []:
-        if condition.get("type") == READY and condition.get("status") == "True":
-            since = condition.get("lastTransitionTime") or now
+    for old in (previous or {}).get("conditions") or []:
+        if old.get("type") == READY and old.get("status") == "True":
+            since = old.get("lastTransitionTime") or now
     condition: JSON = {
         "type": READY,
         "status": "True",
@@ -262,7 +262,7 @@ class ClaimStatusWriter:
             raise StatusWriteError(
                 f"{_label(ref)}: read claim: {api_exception_text(exc)}"
             ) from None
-        claim = json.loads(response.data)
+        claim: JSON = response_json(response)
         if (claim.get("metadata") or {}).get("uid") != ref.uid:
             log.info("not writing status of %s: the claim was replaced", _label(ref))
             return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from typing import TypeVar
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -85,7 +86,10 @@ def format_quantity(value: Fraction | int) -> str:
     return min(candidates, key=len)
 
 
-def _with_suffix(number: int, table: dict[str, int] | dict[str, Fraction]) -> str:
+_Factor = TypeVar("_Factor", int, Fraction)  # a suffix table's values: all int, or all Fraction
+
+
+def _with_suffix(number: int, table: dict[str, _Factor]) -> str:
     """`number` with the largest suffix of `table` that divides it exactly."""
     for suffix, factor in reversed(table.items()):
         if factor >= 1 and number % int(factor) == 0:

@@ -91,10 +91,11 @@ class SocketChecker:
             return self._verdict
 
 
-class _ProbingHealthServicer(health.HealthServicer):
+# grpc_health ships no type information: its servicer class is Any to mypy.
+class _ProbingHealthServicer(health.HealthServicer):  # type: ignore[misc]
     """The library's servicer, with the status refreshed before each Check and Watch."""
 
-    def __init__(self, refresh: Callable[[], None]) -> None:
+    def __init__(self, refresh: Callable[[], object]) -> None:
         super().__init__()
         self._refresh = refresh
 

@@ -92,7 +92,7 @@ def remove_stale_temp_sockets(directory: str) -> list[str]:
     them: a server binds and listens in one step, so another instance's temporary socket
     that is about to be renamed answers a connect and is kept.
     """
-    removed = []
+    removed: list[str] = []
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import kubernetes
@@ -124,14 +124,14 @@ class SliceApi:
         """Create a slice; returns the object as stored."""
         name = body["metadata"].get("name") or body["metadata"].get("generateName", "") + "*"
         return self._call(f"create ResourceSlice {name}",
-                          ResourceV1Api.create_resource_slice.raw_function, self._resource, body,
+                          _unvalidated(ResourceV1Api.create_resource_slice), self._resource, body,
                           _request_timeout=_WRITE_TIMEOUT)
 
     def replace(self, body: JSON) -> JSON:
         """Update a slice (resourceVersion in the body guards against lost updates)."""
         name = body["metadata"]["name"]
         return self._call(f"update ResourceSlice {name}",
-                          ResourceV1Api.replace_resource_slice.raw_function, self._resource,
+                          _unvalidated(ResourceV1Api.replace_resource_slice), self._resource,
                           name, body, _request_timeout=_WRITE_TIMEOUT)
 
     def delete(self, name: str, uid: str | None, resource_version: str | None) -> None:
@@ -140,7 +140,7 @@ class SliceApi:
                          if v}
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
         self._call(f"delete ResourceSlice {name}",
-                   ResourceV1Api.delete_resource_slice.raw_function, self._resource, name,
+                   _unvalidated(ResourceV1Api.delete_resource_slice), self._resource, name,
                    body=body, _request_timeout=_WRITE_TIMEOUT)
 
     def node_uid(self) -> str:
@@ -165,13 +165,22 @@ class SliceApi:
         try:
             response = func(*args, _preload_content=False, **kwargs)
             try:
-                return json.loads(response.data or b"{}")
+                body: JSON = json.loads(response.data or b"{}")
+                return body
             finally:
                 response.release_conn()
         except ApiException as exc:
             raise _api_error(action, exc) from exc
         except _CONNECTION_ERRORS as exc:
             raise ApiError(action, 0, type(exc).__name__, str(exc)) from exc
+
+
+def _unvalidated(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A generated method without its argument validation: pydantic's `validate_call`
+    keeps the undecorated function as `raw_function`."""
+    # The wrapper is annotated as the function it wraps, so its extra attribute is unseen.
+    raw: Callable[..., Any] = method.raw_function  # type: ignore[attr-defined]
+    return raw
 
 
 _CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)

@@ -53,7 +53,7 @@ def normalize(value: Any, key: str = "") -> Any:
 
 def normalize_device(device: Mapping[str, Any]) -> JSON:
     """Canonical form of one device; a taint without `value` equals one with ""."""
-    norm = normalize(device)
+    norm: JSON = normalize(device)  # a Mapping normalizes to a dict
     taints = norm.get("taints")
     if taints:
         norm["taints"] = [

@@ -14,7 +14,6 @@ stand-in and gRPC over unix sockets to the emulator, exactly as it would on a no
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from driver.claims.types import ClaimRef
+from driver.kube import response_json
 from driver.kubelet.sockets import registration_socket_path
 from driver.testing.allocation.builders import claim as claim_json
 from driver.testing.allocation.builders import device_class
@@ -123,10 +123,12 @@ class LocalCluster:
         self.api_client = self.api.api_client()
         self.core = client.CoreV1Api(self.api_client)
         self.resource = client.ResourceV1Api(self.api_client)
-        self.core.create_node({"metadata": {"name": self.node_name}})
+        # Plain dicts as bodies: the client turns them into its models (pydantic), though
+        # its annotations name only the models.
+        self.core.create_node({"metadata": {"name": self.node_name}})  # type: ignore[arg-type]
         for kind in ("gpu", "nic"):
             self.resource.create_device_class(
-                device_class(
+                device_class(  # type: ignore[arg-type]
                     f"{kind}.{self.driver_name}",
                     self.driver_name,
                     selectors=(f'device.attributes["{self.driver_name}"].type == "{kind}"',),
@@ -235,6 +237,7 @@ class LocalCluster:
 
     def _registered(self, plugin: PluginProcess, not_socket: tuple[int, int] | None) -> bool:
         assert self.kubelet is not None
+        assert plugin.registration_socket is not None  # start_plugin sets it
         identity = _identity(plugin.registration_socket)
         if identity is None or identity == not_socket:
             return False
@@ -286,9 +289,10 @@ class LocalCluster:
         body = claim_json(name, *requests, namespace=namespace, config=config)
         body["metadata"].pop("uid")  # the server assigns it
         response = self.resource.create_namespaced_resource_claim(
-            namespace, body, _preload_content=False
+            namespace, body, _preload_content=False  # type: ignore[arg-type]  # a dict: see start()
         )
-        return json.loads(response.data)
+        created: JSON = response_json(response)
+        return created
 
     def allocate(self, name: str, namespace: str = "default") -> JSON:
         """Allocate the claim on this node and reserve it for a pod, as the scheduler does."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -15,7 +15,7 @@ CONTEXT = "simdra"
 
 def kubeconfig_document(
     server_url: str, namespace: str = "default", context: str = CONTEXT
-) -> dict:
+) -> dict[str, Any]:
     """A kubeconfig with one cluster, one user without credentials, one current context."""
     return {
         "apiVersion": "v1",
@@ -52,4 +52,6 @@ def client_from_kubeconfig(path: str | Path, context: str | None = None) -> ApiC
     """
     from kubernetes import config
 
-    return config.new_client_from_config(config_file=str(path), context=context)
+    # The config loaders carry no annotations: what they return is Any to mypy.
+    api_client: ApiClient = config.new_client_from_config(config_file=str(path), context=context)
+    return api_client

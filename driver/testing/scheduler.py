@@ -34,6 +34,7 @@ from typing import Any
 from kubernetes.client import ApiClient, ResourceV1Api
 from kubernetes.client.exceptions import ApiException
 
+from driver.kube import response_json
 from driver.testing.allocation.cel import UnsupportedExpression
 from driver.testing.allocation.diagnose import explain
 from driver.testing.allocation.errors import AllocationError
@@ -146,20 +147,24 @@ class Allocator:
 
     def _read_claim(self, namespace: str, name: str) -> JSON:
         response = self._api.read_namespaced_resource_claim(name, namespace, _preload_content=False)
-        return json.loads(response.data)
+        claim: JSON = response_json(response)
+        return claim
 
     def _write_status(self, claim: JSON) -> JSON | None:
         """The written claim, or None on a conflict (someone else changed it first)."""
         meta = claim["metadata"]
         try:
+            # The client turns the dict into the model (pydantic); its annotations name
+            # only the model.
             response = self._api.replace_namespaced_resource_claim_status(
-                meta["name"], meta["namespace"], claim, _preload_content=False
+                meta["name"], meta["namespace"], claim, _preload_content=False  # type: ignore[arg-type]
             )
         except ApiException as error:
             if error.status == 409:
                 return None
             raise
-        return json.loads(response.data)
+        written: JSON = response_json(response)
+        return written
 
     @staticmethod
     def _items(lister: Callable[..., Any]) -> list[JSON]:

@@ -62,7 +62,8 @@ class Resolved:
 
     def to_json(self) -> dict[str, Any]:
         """The canonical JSON form, recorded with the prepared claim."""
-        return self.config.to_json()
+        canonical: dict[str, Any] = self.config.to_json()  # see ConfigHandler: every config has one
+        return canonical
 
 
 def decode_entries(

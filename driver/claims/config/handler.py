@@ -93,21 +93,24 @@ class FieldReader:
         path, value = self.field(name)
         if value is None or isinstance(value, str):
             return value
-        return self._wrong(path, value, "a string")
+        self._wrong(path, value, "a string")
+        return None
 
     def integer(self, name: str) -> int | None:
         """An integer field (None when absent; booleans are not integers)."""
         path, value = self.field(name)
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
-        return self._wrong(path, value, "an integer")
+        self._wrong(path, value, "an integer")
+        return None
 
     def boolean(self, name: str) -> bool | None:
         """A boolean field (None when absent)."""
         path, value = self.field(name)
         if value is None or isinstance(value, bool):
             return value
-        return self._wrong(path, value, "true or false")
+        self._wrong(path, value, "true or false")
+        return None
 
     def quantity(self, name: str) -> Fraction | None:
         """A Kubernetes quantity such as "4Gi" (None when absent)."""
@@ -115,7 +118,8 @@ class FieldReader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, str | int):
-            return self._wrong(path, value, 'a quantity such as "4Gi" or "500M"')
+            self._wrong(path, value, 'a quantity such as "4Gi" or "500M"')
+            return None
         try:
             amount = parse_quantity(value)
             format_quantity(amount)  # finer than milli-units cannot be written back
@@ -130,7 +134,8 @@ class FieldReader:
         if value is None:
             return None
         if not isinstance(value, dict):
-            return self._wrong(path, value, "an object")
+            self._wrong(path, value, "an object")
+            return None
         return FieldReader(value, path, self.problems)
 
     def finish(self) -> None:
@@ -140,7 +145,6 @@ class FieldReader:
 
     def _wrong(self, path: str, value: Any, expected: str) -> None:
         self.problems.append(f"{path}: {show(value)} is not {expected}")
-        return None
 
 
 def show(value: Any) -> str:

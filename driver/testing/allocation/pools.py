@@ -71,7 +71,7 @@ class Candidate:
 
     def attribute(self, qualified: str) -> Mapping[str, Any] | None:
         """The attribute entry for a fully qualified name (driver domain may be implicit)."""
-        attributes = self.spec.get("attributes") or {}
+        attributes: Mapping[str, Mapping[str, Any]] = self.spec.get("attributes") or {}
         if qualified in attributes:
             return attributes[qualified]
         domain, _, ident = qualified.partition("/")

@@ -78,7 +78,8 @@ def parse_constraints(claim: Mapping[str, Any]) -> list[Constraint]:
 
 def blocking_taint(candidate: Candidate, spec: RequestSpec) -> Mapping[str, Any] | None:
     """The first NoSchedule/NoExecute taint of the device the request does not tolerate."""
-    for taint in candidate.spec.get("taints") or []:
+    taints: list[Mapping[str, Any]] = candidate.spec.get("taints") or []
+    for taint in taints:
         if taint.get("effect") in BLOCKING_EFFECTS and not any(
             tolerates(t, taint) for t in spec.tolerations
         ):

@@ -259,7 +259,9 @@ class Search:
         pushed = []
         for position, constraint in enumerate(self.constraints):
             if constraint.applies_to(spec):
-                self._values[position].append(_attribute_value(device, constraint.attribute))
+                value = _attribute_value(device, constraint.attribute)
+                assert value is not None  # _try rejected a device without it before
+                self._values[position].append(value)
                 pushed.append(position)
         share_id = self.new_share_id() if device.shared else None
         self.picks.append(Pick(spec, device, consumed, share_id))

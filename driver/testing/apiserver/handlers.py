@@ -11,7 +11,7 @@ import base64
 import binascii
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +98,7 @@ class API:
         return result
 
     def _dispatch(self, verb: str, route: Route, request: HTTPRequest) -> Reply | WatchRequest:
-        handler = {
+        handlers: dict[str, Callable[[Route, HTTPRequest], Reply | WatchRequest]] = {
             "get": self._get,
             "list": self._list,
             "watch": self._watch,
@@ -107,8 +107,8 @@ class API:
             "patch": self._patch,
             "delete": self._delete,
             "deletecollection": self._delete_collection,
-        }[verb]
-        return handler(route, request)
+        }
+        return handlers[verb](route, request)
 
     # --- reads ---------------------------------------------------------------------
 

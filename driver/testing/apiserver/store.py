@@ -10,6 +10,7 @@ may therefore serialize what they get without holding the lock, but must not mut
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from dataclasses import dataclass, field
@@ -160,7 +161,8 @@ class Store:
             self._first += drop
         self._cond.notify_all()
 
-    def events_after(self, after: int, timeout: float) -> list[WatchEvent]:
+    # builtins.list: in this class, `list` names the method above.
+    def events_after(self, after: int, timeout: float) -> builtins.list[WatchEvent]:
         """Events with resourceVersion > `after`, waiting up to `timeout` s for the first.
 
         Returns [] on timeout or when the store closes; raises HistoryExpired when events

@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from driver.testing.apiserver.errors import expired, too_large_resource_version
 from driver.testing.apiserver.resources import ResourceType
@@ -42,12 +43,12 @@ class WatchRequest:
     initial_events_end: bool  # sendInitialEvents=true: mark the end of the initial state
 
 
-def _line(event_type: str, obj: dict) -> bytes:
+def _line(event_type: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
 def _bookmark(resource: ResourceType, rv: int, initial_end: bool = False) -> bytes:
-    meta: dict = {"resourceVersion": str(rv)}
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {INITIAL_EVENTS_END: "true"}
     return _line(

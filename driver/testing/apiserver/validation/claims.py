@@ -134,6 +134,7 @@ def _request_errors(request: JSON, path: str) -> list[FieldError]:
         return errors + _sized_set(
             first, MAX_SUBREQUESTS, _subrequest_errors, _name, f"{path}.firstAvailable"
         )
+    assert exactly is not None  # the first check: `exactly` is set when `first` is not
     return errors + _device_request_errors(exactly, f"{path}.exactly")
 
 
