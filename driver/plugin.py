@@ -1,6 +1,12 @@
 """The node plugin process: devices -> publisher, claims -> preparer, both behind the
 kubelet's sockets, plus health, metrics and fault injection. `run_plugin` is what
-`simdra run` executes."""
+`simdra run` executes.
+
+Start-up serves the kubelet first: devices are discovered and both sockets serve before
+the Kubernetes client (the heaviest import) is loaded, on a thread of its own, so the
+kubelet registers the plugin within about a second of exec. The publisher starts as
+soon as the client is there; a prepare that comes first waits for the client.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +15,19 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-
-from kubernetes.client import ApiClient
+from typing import TYPE_CHECKING
 
 from driver.atomicfile import own_directory, remove_stale_temps
-from driver.claims.api_source import ApiClaimSource
+from driver.claims.api_source import DeferredClaimSource
 from driver.claims.preparer import Preparer
 from driver.claims.rules import rules_for
-from driver.claims.status import ClaimStatusWriter
-from driver.claims.status_worker import BackgroundStatusWriter
+from driver.claims.status_worker import BackgroundStatusWriter, DeferredStatusWriter
 from driver.config import Config
 from driver.devices.backend import BackendContext, DeviceBackend
 from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
 from driver.devices.live import DeviceKey, LiveDevices, NodeView
 from driver.devices.model import Inventory
-from driver.kube import load_api_client
+from driver.kube import ApiClientLoader, ClusterConfigError, check_cluster_config
 from driver.kubelet.endpoints import start_kubelet_plugin
 from driver.kubelet.health import HealthBoard
 from driver.kubelet.healthcheck import start_healthcheck_server
@@ -33,7 +37,10 @@ from driver.observability.logs import configure_logging
 from driver.observability.metrics import InstrumentedPreparer, PluginMetrics
 from driver.observability.server import start_metrics_server
 from driver.observability.state import StateCollector
-from driver.slices.publisher import Publisher
+
+if TYPE_CHECKING:
+    from driver.slices.publisher import Publisher
+    from driver.slices.stats import PublisherStats
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +71,18 @@ class Plugin:
     """One plugin instance: `start()` brings the parts up in dependency order, `stop()`
     takes them down in reverse.
 
-    Publishing starts before the sockets so that by the time the kubelet calls, the
-    scheduler can already see this node's devices; the sockets go first on the way down
-    so the kubelet stops calling before anything else ends.
+    The sockets serve first, publishing starts when the API client is loaded (see the
+    module docstring); the sockets go first on the way down too, so the kubelet stops
+    calling before anything else ends.
     """
 
-    def __init__(self, config: Config, api_client: ApiClient, backend: DeviceBackend) -> None:
+    def __init__(self, config: Config, api: ApiClientLoader, backend: DeviceBackend) -> None:
         self.config = config
-        self._api_client = api_client
+        self._api = api
         self._backend = backend
+        self._publisher: Publisher | None = None
+        self._publisher_lock = threading.Lock()
+        self._stopping = False
         self._stops: list[Callable[[], None]] = []
         self._status: BackgroundStatusWriter | None = None
         self.metrics = PluginMetrics()
@@ -122,16 +132,45 @@ class Plugin:
         self._board = HealthBoard(self._live.view.health, resend_seconds=HEALTH_RESEND_SECONDS)
         prepare_faults = PrepareFaults(faults) if faults is not None else None
         self.preparer = self._make_preparer(prepare_faults)
-        self._publisher = Publisher(self._api_client, cfg.driver_name, cfg.node_name,
-                                    self._live.view.published)
-        self._publisher.start()
-        self._stops.append(self._publisher.stop)
         self._live.start()
         self._stops.append(self._live.stop)
         self._start_kubelet()
         if prepare_faults is not None:
             self._stops.append(prepare_faults.close)  # cut short injected delays first
         self._start_observability()
+        self._stops.append(self._stop_publisher)
+        threading.Thread(target=self._start_publisher, name="publisher-start",
+                         daemon=True).start()
+
+    def _start_publisher(self) -> None:
+        """Once the API client is loaded: publish the current view, and every later one."""
+        try:
+            api_client = self._api.get()
+        except Exception as err:  # run_plugin reports it and exits
+            log.error("no API client, nothing is published: %s", err)
+            return
+        # Imported only now: two threads importing the client at once can deadlock.
+        from driver.slices.publisher import Publisher
+
+        cfg = self.config
+        with self._publisher_lock:
+            if self._stopping:
+                return
+            self._publisher = Publisher(api_client, cfg.driver_name, cfg.node_name,
+                                        self._live.view.published)
+            self._publisher.start()
+        log.info("publishing ResourceSlices of node %s", cfg.node_name)
+
+    def _stop_publisher(self) -> None:
+        with self._publisher_lock:
+            self._stopping = True
+            publisher = self._publisher
+        if publisher is not None:
+            publisher.stop()
+
+    def _publisher_stats(self) -> PublisherStats | None:
+        publisher = self._publisher
+        return publisher.stats() if publisher is not None else None
 
     def _fault_file(self) -> FaultFile | None:
         """Fault injection is for fake devices only: real hardware fails on its own."""
@@ -143,14 +182,14 @@ class Plugin:
         cfg = self.config
         if cfg.claim_status:
             self._status = BackgroundStatusWriter(
-                ClaimStatusWriter(self._api_client, cfg.driver_name),
+                DeferredStatusWriter(self._api.get, cfg.driver_name),
                 retry_seconds=STATUS_RETRY_SECONDS)
             self._stops.append(self._status.stop)
         # One prepare/unprepare at a time, across instances during a rolling update (the
         # Go helper's serialize.lock). The preparer takes it after reading the claims.
         serializer = CallSerializer(str(cfg.data_dir / SERIALIZE_LOCK_FILE))
         return Preparer(
-            cfg.driver_name, ApiClaimSource(self._api_client), lambda: self.inventory,
+            cfg.driver_name, DeferredClaimSource(self._api.get), lambda: self.inventory,
             cfg.cdi_root, cfg.data_dir, serialize=lambda: serializer,
             status_writer=self._status,
             device_hook=prepare_faults.before_device if prepare_faults else None,
@@ -174,8 +213,9 @@ class Plugin:
     def ready(self) -> bool:
         """Ready (the readinessProbe's `readiness` service): the kubelet's latest report
         says it registered this instance, and the node's slices have been published."""
+        publisher = self._publisher
         return (self._kubelet.registration_status.registered is True
-                and self._publisher.has_synced())
+                and publisher is not None and publisher.has_synced())
 
     def _start_observability(self) -> None:
         cfg = self.config
@@ -189,7 +229,7 @@ class Plugin:
         if cfg.metrics_port >= 0:
             self.metrics.registry.register(StateCollector(
                 prepared=self.preparer.prepared, corrupt_records=self.preparer.corrupt_records,
-                inventory=lambda: self.inventory, publisher_stats=self._publisher.stats,
+                inventory=lambda: self.inventory, publisher_stats=self._publisher_stats,
                 health=lambda: self._live.view.health))
             server, port = start_metrics_server(self.metrics.registry, cfg.metrics_port)
             self._stops.append(server.stop)
@@ -199,7 +239,9 @@ class Plugin:
     # -- reactions -----------------------------------------------------------------------
 
     def _on_devices_changed(self, view: NodeView) -> None:
-        self._publisher.update(view.published)
+        publisher = self._publisher  # None until the client is loaded: it starts current
+        if publisher is not None:
+            publisher.update(view.published)
         self._board.update(view.health)
 
     def _prepared_devices(self) -> Iterator[DeviceKey]:
@@ -216,10 +258,11 @@ class Plugin:
 def run_plugin(config: Config) -> int:
     """Run until SIGTERM or SIGINT; returns the process exit code.
 
-    Raises ClusterConfigError (a usage error: exit 2) before anything else is set up
-    when there is no usable cluster configuration.
+    Raises ClusterConfigError (a usage error: exit 2) when there is no usable cluster
+    configuration: at once for what can be checked without the client, else as soon as
+    loading the client finds it (the plugin is stopped first).
     """
-    api_client = load_api_client(config.kubeconfig)
+    check_cluster_config(config.kubeconfig)
     configure_logging(config.log_format, config.verbosity)
     stop = threading.Event()
 
@@ -229,17 +272,27 @@ def run_plugin(config: Config) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    api = ApiClientLoader(config.kubeconfig)
     try:
-        plugin = Plugin(config, api_client, make_backend(config))
+        plugin = Plugin(config, api, make_backend(config))
         plugin.start()
     except Exception as err:  # one clear line instead of a traceback
         log.error("plugin failed to start: %s", err)
-        api_client.close()
         return 1
+    api.start()  # only now: the import must not slow down serving the kubelet
     try:
-        while not stop.wait(1.0):  # a timed wait keeps signal handling prompt
-            pass
+        return _serve_until_stopped(stop, api)
     finally:
         plugin.stop()
-        api_client.close()
+        api.close()
+
+
+def _serve_until_stopped(stop: threading.Event, api: ApiClientLoader) -> int:
+    while not stop.wait(0.2):  # a timed wait keeps signal handling prompt
+        error = api.error()
+        if isinstance(error, ClusterConfigError):
+            raise error
+        if error is not None:
+            log.error("cannot build the Kubernetes API client: %s", error)
+            return 1
     return 0

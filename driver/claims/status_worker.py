@@ -16,20 +16,53 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from driver.claims.plan import PreparedClaim
-from driver.claims.status import ClaimStatusWriter
 from driver.claims.types import ClaimRef
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+    from driver.claims.status import ClaimStatusWriter
 
 log = logging.getLogger(__name__)
 
 _Wanted = tuple[ClaimRef, PreparedClaim | None]
 
 
+class StatusSync(Protocol):
+    """Writes one claim's status as wanted (`ClaimStatusWriter`); True when done."""
+
+    def sync(self, ref: ClaimRef, prepared: PreparedClaim | None) -> bool:
+        """Make the claim's status.devices match `prepared` (None: our entries gone)."""
+        ...
+
+
+class DeferredStatusWriter:
+    """A ClaimStatusWriter over a client that is still being built: the first write
+    waits for it (on the background thread, never on a prepare)."""
+
+    def __init__(self, client_of: Callable[[], ApiClient], driver_name: str) -> None:
+        self._client_of = client_of
+        self._driver_name = driver_name
+        self._writer: ClaimStatusWriter | None = None
+
+    def sync(self, ref: ClaimRef, prepared: PreparedClaim | None) -> bool:
+        """As ClaimStatusWriter.sync, once the client exists."""
+        if self._writer is None:
+            api_client = self._client_of()  # first: the client's import must be done
+            from driver.claims.status import ClaimStatusWriter
+
+            self._writer = ClaimStatusWriter(api_client, self._driver_name)
+        return self._writer.sync(ref, prepared)
+
+
 class BackgroundStatusWriter:
     """The preparer's status writer: `prepared`/`unprepared` return at once."""
 
-    def __init__(self, writer: ClaimStatusWriter, retry_seconds: float = 10.0) -> None:
+    def __init__(self, writer: StatusSync, retry_seconds: float = 10.0) -> None:
         self._writer = writer
         self._retry = retry_seconds
         self._cond = threading.Condition()
