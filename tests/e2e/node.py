@@ -20,7 +20,9 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -28,6 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
+# Host directories containerd and the kubelet write to whatever their configuration:
+# new entries are removed at stop, and the directory too when it was not there before.
+# (containerd's shim sockets live in /run/containerd/s; the kubelet links container logs
+# in /var/log/containers.)
+HOST_DIRS = (*CDI_DIRS, Path("/run/containerd"), Path("/var/log/containers"), Path("/var/log/pods"))
+HOSTS_FILE = Path("/etc/hosts")
 CGROUP_FS = Path("/sys/fs/cgroup")
 BRIDGE = "simdra-e2e0"
 POD_SUBNET = "10.244.0.0/24"
@@ -45,6 +53,13 @@ SYSCTLS = (
     "kernel/keys/root_maxbytes",
     "net/ipv4/ip_forward",
 )
+
+
+SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service of the control plane's service range
+SERVICE_RANGE = "10.96.0.0/16"
+# The node's address (the kubelet refuses a loopback one): on `lo` for the run, so the
+# API server reaches the kubelet (logs, exec) and nothing off this machine does.
+NODE_IP = "10.244.255.1"
 
 
 class NodeError(RuntimeError):
@@ -86,18 +101,68 @@ def _run(args: list[str], timeout: float = 60, check: bool = True) -> subprocess
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class ServiceProxy:
+    """What kube-proxy does for the `kubernetes` Service, for this node only: pods reach
+    SERVICE_IP:443 (the in-cluster address the kubelet puts in their environment) and
+    get the API server on loopback. The address sits on `lo` for the run (Node adds
+    it); the bridge's gateway routes pods to it."""
+
+    def __init__(self, target: tuple[str, int], listen: tuple[str, int] = (SERVICE_IP, 443)) -> None:
+        self.target, self.listen = target, listen
+        self._sock: socket.socket | None = None
+
+    def start(self) -> None:
+        """Accept connections in a thread."""
+        self._sock = socket.create_server(self.listen)
+        threading.Thread(target=self._accept, name="e2e-service-proxy", daemon=True).start()
+
+    def _accept(self) -> None:
+        assert self._sock is not None
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return  # closed by stop()
+            try:
+                upstream = socket.create_connection(self.target, timeout=10)
+            except OSError:
+                conn.close()
+                continue
+            upstream.settimeout(None)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+    def stop(self) -> None:
+        """Stop accepting."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 @dataclass
 class _HostState:
     """What the node had before start, to put back (or remove what is new) at stop."""
 
-    cdi_files: dict[Path, set[str] | None] = field(default_factory=dict)  # None: no dir
+    dirs: dict[Path, set[str] | None] = field(default_factory=dict)  # None: no dir
     sysctls: dict[str, str] = field(default_factory=dict)
     iptables: dict[str, str] = field(default_factory=dict)
     bridge_existed: bool = False
@@ -105,8 +170,8 @@ class _HostState:
     @classmethod
     def capture(cls) -> _HostState:
         state = cls()
-        for d in CDI_DIRS:
-            state.cdi_files[d] = set(os.listdir(d)) if d.is_dir() else None
+        for d in HOST_DIRS:
+            state.dirs[d] = set(os.listdir(d)) if d.is_dir() else None
         for key in SYSCTLS:
             p = Path("/proc/sys") / key
             if p.exists():
@@ -130,6 +195,9 @@ class Node:
         feature_gates: dict[str, bool],
         run_root: Path = Path("/var/lib/simdra-e2e"),
         log_dir: Path | None = None,
+        api_server: tuple[str, int] | None = None,
+        kubelet_root: Path = Path("/var/lib/kubelet"),
+        labels: dict[str, str] | None = None,
     ) -> None:
         self.name = name
         self.kubeconfig = kubeconfig
@@ -140,25 +208,39 @@ class Node:
         self.run_dir = run_root / run_id
         self.log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"simdra-e2e-node-{run_id}"
         self.cgroup_root = f"/simdra-e2e-{run_id}"
-        self.kubelet_root = self.run_dir / "kubelet"
+        # The kubelet's usual root dir, so deploy/ runs unchanged (its hostPaths name
+        # /var/lib/kubelet); start() refuses if another kubelet left anything there.
+        self.kubelet_root = kubelet_root
+        self.labels = dict(labels or {})
+        self.proxy = ServiceProxy(api_server) if api_server else None
+        self._made_kubelet_root = False
         self.containerd_sock = self.run_dir / "containerd" / "containerd.sock"
         self.containerd_log = self.log_dir / "containerd.log"
         self.kubelet_log = self.log_dir / "kubelet.log"
         self._procs: dict[str, subprocess.Popen] = {}
         self._host: _HostState | None = None
         self._cgroups_made: list[Path] = []
+        self._lo_added: list[str] = []
+        self._hosts_line = ""
 
     # ----- start ---------------------------------------------------------------
 
     def start(self, ready_timeout: float = 180) -> None:
         """Start containerd and the kubelet, import images, wait for Node Ready."""
         require_disposable()
+        if self.kubelet_root.exists() and any(self.kubelet_root.iterdir()):
+            raise NodeError(f"e2e node: {self.kubelet_root} is not empty: is another kubelet on this machine? Remove it first")
         self._host = _HostState.capture()
         self.run_dir.mkdir(parents=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for d in CDI_DIRS:
-            d.mkdir(parents=True, exist_ok=True)
+            d.mkdir(parents=True, exist_ok=True)  # containerd reads them; removed at stop if new
         self._write_cni()
+        self._add_lo_address(NODE_IP)
+        self._add_hosts_entry()
+        if self.proxy:
+            self._add_lo_address(SERVICE_IP)
+            self.proxy.start()
         self._start_containerd()
         self.import_images(sorted(self.images_dir.glob("*.tar")))
         self._make_cgroup_root()
@@ -171,16 +253,19 @@ class Node:
             "name": "simdra-e2e",
             "plugins": [
                 {
-                    # A bridge with no uplink, no gateway and no masquerading: pods reach
-                    # each other only, nothing leaves the machine, and the plugin writes
-                    # no iptables rules and no sysctls.
+                    # A bridge with no uplink and no masquerading: pods reach each other
+                    # and this host (the gateway, for the API server's service address),
+                    # nothing leaves the machine, no iptables rules. The plugin turns on
+                    # ip_forward; stop() puts it back.
                     "type": "bridge",
                     "bridge": BRIDGE,
-                    "isGateway": False,
+                    "isGateway": True,
                     "ipMasq": False,
                     "ipam": {
                         "type": "host-local",
                         "ranges": [[{"subnet": POD_SUBNET}]],
+                        # Only the service range goes to the gateway: no default route.
+                        "routes": [{"dst": SERVICE_RANGE}],
                         "dataDir": str(self.run_dir / "cni" / "ipam"),
                     },
                 },
@@ -190,6 +275,19 @@ class Node:
         conf_dir = self.run_dir / "cni" / "net.d"
         conf_dir.mkdir(parents=True)
         (conf_dir / "10-simdra-e2e.conflist").write_text(json.dumps(conf, indent=2))
+
+    def _add_hosts_entry(self) -> None:
+        # The API server dials a kubelet (logs, exec) by the node's Hostname address
+        # first; make that name resolve to the node's address for the run.
+        line = f"{NODE_IP} {self.name}  # simdra-e2e {self.run_dir.name}"
+        with HOSTS_FILE.open("a") as f:
+            f.write(line + "\n")
+        self._hosts_line = line
+
+    def _add_lo_address(self, ip: str) -> None:
+        if f"inet {ip}/" not in _run(["ip", "-4", "addr", "show", "dev", "lo"]).stdout:
+            _run(["ip", "addr", "add", f"{ip}/32", "dev", "lo"])
+            self._lo_added.append(ip)
 
     def _containerd_config(self) -> str:
         cd = self.run_dir / "containerd"
@@ -219,6 +317,9 @@ state = "{cd / 'state'}"
   cdi_spec_dirs = [{cdi_dirs}]
   # network namespaces under the state dir, not the host's /var/run/netns
   netns_mounts_under_state_dir = true
+  # The kubelet asks for oom_score_adj -998 for sandboxes; lowering it needs
+  # CAP_SYS_RESOURCE, which root lacks on these machines: clamp to containerd's own.
+  restrict_oom_score_adj = true
 
 [plugins.'io.containerd.cri.v1.runtime'.containerd]
   default_runtime_name = "runc"
@@ -229,6 +330,8 @@ state = "{cd / 'state'}"
 [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
   BinaryName = "{self.bin.runc}"
   SystemdCgroup = false
+  # runc's state in the run dir, not the host's /run/containerd/runc
+  Root = "{cd / 'runc'}"
 
 [plugins.'io.containerd.cri.v1.runtime'.cni]
   bin_dirs = ["{self.bin.cni_bin}"]
@@ -284,7 +387,7 @@ state = "{cd / 'state'}"
             "cgroupDriver": "cgroupfs",
             "cgroupRoot": self.cgroup_root,
             "containerRuntimeEndpoint": f"unix://{self.containerd_sock}",
-            "address": "127.0.0.1",
+            "address": NODE_IP,
             "port": _free_port(),
             "readOnlyPort": 0,
             "healthzBindAddress": "127.0.0.1",
@@ -310,7 +413,8 @@ state = "{cd / 'state'}"
         }
 
     def _start_kubelet(self) -> None:
-        self.kubelet_root.mkdir(parents=True)
+        self._made_kubelet_root = not self.kubelet_root.exists()
+        self.kubelet_root.mkdir(parents=True, exist_ok=True)
         cfg = self.run_dir / "kubelet-config.yaml"
         cfg.write_text(json.dumps(self._kubelet_config(), indent=2))  # JSON is YAML
         args = [
@@ -320,7 +424,8 @@ state = "{cd / 'state'}"
             f"--root-dir={self.kubelet_root}",
             f"--cert-dir={self.run_dir / 'kubelet-pki'}",
             f"--hostname-override={self.name}",
-            "--node-ip=127.0.0.1",
+            f"--node-ip={NODE_IP}",
+            *([f"--node-labels={','.join(f'{k}={v}' for k, v in self.labels.items())}"] if self.labels else []),
             "--v=2",
         ]
         env = dict(os.environ, PATH=f"{self.bin.containerd_bin}:{os.environ['PATH']}")
@@ -361,7 +466,7 @@ state = "{cd / 'state'}"
             self._remove_containers,
             lambda: self._terminate("containerd", 20),
             self._kill_leftover_processes,
-            self._unmount_run_dir,
+            self._unmount,
             self._remove_cgroups,
             self._remove_bridge,
             self._restore_host,
@@ -443,14 +548,15 @@ state = "{cd / 'state'}"
                 found.append(mnt)
         return found
 
-    def _unmount_run_dir(self) -> None:
+    def _unmount(self) -> None:
+        roots = (self.run_dir, self.kubelet_root)
         for _ in range(5):
-            mounts = self._mounts_under(self.run_dir)
+            mounts = [m for r in roots for m in self._mounts_under(r)]
             if not mounts:
                 return
             for m in sorted(mounts, key=len, reverse=True):
                 subprocess.run(["umount", "-l", m], capture_output=True, check=False)
-        left = self._mounts_under(self.run_dir)
+        left = [m for r in roots for m in self._mounts_under(r)]
         if left:
             raise NodeError(f"mounts of the e2e node left: {left[:5]}")
 
@@ -483,12 +589,20 @@ state = "{cd / 'state'}"
         host = self._host
         if host is None:
             return
-        for d, before in host.cdi_files.items():
-            if d.is_dir():
-                for name in set(os.listdir(d)) - (before or set()):
-                    (d / name).unlink(missing_ok=True)
-                if before is None:
-                    d.rmdir()
+        for d, before in host.dirs.items():
+            if before is None:
+                shutil.rmtree(d, ignore_errors=True)
+            elif d.is_dir():
+                for name in set(os.listdir(d)) - before:
+                    p = d / name
+                    if p.is_dir() and not p.is_symlink():
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        p.unlink(missing_ok=True)
+        if self._hosts_line and HOSTS_FILE.exists():
+            lines = HOSTS_FILE.read_text().splitlines(keepends=True)
+            HOSTS_FILE.write_text("".join(x for x in lines if x.rstrip("\n") != self._hosts_line))
+            self._hosts_line = ""
         for key, value in host.sysctls.items():
             p = Path("/proc/sys") / key
             if p.read_text().strip() != value:
@@ -497,8 +611,19 @@ state = "{cd / 'state'}"
             _restore_iptables(tool, before, _run([f"{tool}-save"], check=False).stdout)
 
     def _remove_run_dir(self) -> None:
+        if self.proxy:
+            self.proxy.stop()
+        while self._lo_added:
+            _run(["ip", "addr", "del", f"{self._lo_added.pop()}/32", "dev", "lo"], check=False)
         if self.run_dir.exists() and not self._mounts_under(self.run_dir):
             shutil.rmtree(self.run_dir, ignore_errors=True)
+            try:
+                self.run_dir.parent.rmdir()  # the run root, when no other run uses it
+            except OSError:
+                pass
+        if self._made_kubelet_root and not self._mounts_under(self.kubelet_root):
+            shutil.rmtree(self.kubelet_root, ignore_errors=True)
+            self._made_kubelet_root = False
 
 
 def _restore_iptables(tool: str, before: str, after: str) -> None:
