@@ -15,6 +15,7 @@ SIMDRA_E2E_DISPOSABLE=1 says the machine is disposable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -112,7 +113,9 @@ class ServiceProxy:
     get the API server on loopback. The address sits on `lo` for the run (Node adds
     it); the bridge's gateway routes pods to it."""
 
-    def __init__(self, target: tuple[str, int], listen: tuple[str, int] = (SERVICE_IP, 443)) -> None:
+    def __init__(
+        self, target: tuple[str, int], listen: tuple[str, int] = (SERVICE_IP, 443)
+    ) -> None:
         self.target, self.listen = target, listen
         self._sock: socket.socket | None = None
 
@@ -149,13 +152,11 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
         while data := src.recv(65536):
             dst.sendall(data)
     except OSError:
-        pass
+        pass  # either side closed: close both
     finally:
         for s in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 @dataclass
@@ -206,7 +207,9 @@ class Node:
         self.feature_gates = dict(feature_gates)
         run_id = uuid.uuid4().hex[:8]
         self.run_dir = run_root / run_id
-        self.log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"simdra-e2e-node-{run_id}"
+        self.log_dir = (
+            log_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"simdra-e2e-node-{run_id}"
+        )
         self.cgroup_root = f"/simdra-e2e-{run_id}"
         # The kubelet's usual root dir, so deploy/ runs unchanged (its hostPaths name
         # /var/lib/kubelet); start() refuses if another kubelet left anything there.
@@ -229,7 +232,10 @@ class Node:
         """Start containerd and the kubelet, import images, wait for Node Ready."""
         require_disposable()
         if self.kubelet_root.exists() and any(self.kubelet_root.iterdir()):
-            raise NodeError(f"e2e node: {self.kubelet_root} is not empty: is another kubelet on this machine? Remove it first")
+            raise NodeError(
+                f"e2e node: {self.kubelet_root} is not empty: is another kubelet on this "
+                "machine? Remove it first"
+            )
         self._host = _HostState.capture()
         self.run_dir.mkdir(parents=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -293,17 +299,17 @@ class Node:
         cd = self.run_dir / "containerd"
         cdi_dirs = ", ".join(f'"{d}"' for d in CDI_DIRS)
         return f"""version = 3
-root = "{cd / 'root'}"
-state = "{cd / 'state'}"
+root = "{cd / "root"}"
+state = "{cd / "state"}"
 
 [grpc]
   address = "{self.containerd_sock}"
 
 [ttrpc]
-  address = "{cd / 'containerd.sock.ttrpc'}"
+  address = "{cd / "containerd.sock.ttrpc"}"
 
 [debug]
-  address = "{cd / 'debug.sock'}"
+  address = "{cd / "debug.sock"}"
 
 [metrics]
   address = ""
@@ -331,11 +337,11 @@ state = "{cd / 'state'}"
   BinaryName = "{self.bin.runc}"
   SystemdCgroup = false
   # runc's state in the run dir, not the host's /run/containerd/runc
-  Root = "{cd / 'runc'}"
+  Root = "{cd / "runc"}"
 
 [plugins.'io.containerd.cri.v1.runtime'.cni]
   bin_dirs = ["{self.bin.cni_bin}"]
-  conf_dir = "{self.run_dir / 'cni' / 'net.d'}"
+  conf_dir = "{self.run_dir / "cni" / "net.d"}"
 
 [plugins.'io.containerd.cri.v1.images'.pinned_images]
   sandbox = "{PAUSE_IMAGE}"
@@ -345,13 +351,37 @@ state = "{cd / 'state'}"
         cfg = self.run_dir / "containerd" / "config.toml"
         cfg.parent.mkdir(parents=True)
         cfg.write_text(self._containerd_config())
-        env = dict(os.environ, PATH=f"{self.bin.containerd_bin}:{self.bin.runc.parent}:{os.environ['PATH']}")
-        self._spawn("containerd", [str(self.bin.containerd_bin / "containerd"), "--config", str(cfg)], env, self.containerd_log)
-        wait_for("containerd: socket answering", lambda: self._alive("containerd") and self.ctr(["version"], check=False).returncode == 0, 60, self.containerd_log)
+        env = dict(
+            os.environ,
+            PATH=f"{self.bin.containerd_bin}:{self.bin.runc.parent}:{os.environ['PATH']}",
+        )
+        self._spawn(
+            "containerd",
+            [str(self.bin.containerd_bin / "containerd"), "--config", str(cfg)],
+            env,
+            self.containerd_log,
+        )
+        wait_for(
+            "containerd: socket answering",
+            lambda: (
+                self._alive("containerd") and self.ctr(["version"], check=False).returncode == 0
+            ),
+            60,
+            self.containerd_log,
+        )
 
-    def ctr(self, args: list[str], check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    def ctr(
+        self, args: list[str], check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
         """Run `ctr` against this node's containerd in the k8s.io namespace."""
-        cmd = [str(self.bin.containerd_bin / "ctr"), "--address", str(self.containerd_sock), "--namespace", "k8s.io", *args]
+        cmd = [
+            str(self.bin.containerd_bin / "ctr"),
+            "--address",
+            str(self.containerd_sock),
+            "--namespace",
+            "k8s.io",
+            *args,
+        ]
         res = _run(cmd, timeout=timeout, check=False)
         if check and res.returncode != 0:
             raise NodeError(f"e2e node: ctr {' '.join(args)} failed: {res.stderr.strip()[-300:]}")
@@ -362,10 +392,17 @@ state = "{cd / 'state'}"
         for archive in archives:
             res = self.ctr(["images", "import", str(archive)], check=False, timeout=600)
             if res.returncode != 0:
-                raise NodeError(f"e2e node: importing image {archive} into containerd failed: {res.stderr.strip()[-300:]} (log: {self.containerd_log})")
+                raise NodeError(
+                    f"e2e node: importing image {archive} into containerd failed: "
+                    f"{res.stderr.strip()[-300:]} (log: {self.containerd_log})"
+                )
 
     def _cgroup_hierarchies(self) -> list[Path]:
-        return [p for p in CGROUP_FS.iterdir() if p.is_dir() and (p / "cgroup.procs").exists()] if CGROUP_FS.is_dir() else []
+        return (
+            [p for p in CGROUP_FS.iterdir() if p.is_dir() and (p / "cgroup.procs").exists()]
+            if CGROUP_FS.is_dir()
+            else []
+        )
 
     def _make_cgroup_root(self) -> None:
         # The kubelet requires its cgroup root to exist in every hierarchy; a private one
@@ -405,7 +442,11 @@ state = "{cd / 'state'}"
             # Images are imported, never pulled; keep them.
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
-            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+            "evictionHard": {
+                "memory.available": "100Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+            },
             "syncFrequency": "5s",
             "fileCheckFrequency": "5s",
             "nodeStatusUpdateFrequency": "5s",
@@ -425,7 +466,11 @@ state = "{cd / 'state'}"
             f"--cert-dir={self.run_dir / 'kubelet-pki'}",
             f"--hostname-override={self.name}",
             f"--node-ip={NODE_IP}",
-            *([f"--node-labels={','.join(f'{k}={v}' for k, v in self.labels.items())}"] if self.labels else []),
+            *(
+                [f"--node-labels={','.join(f'{k}={v}' for k, v in self.labels.items())}"]
+                if self.labels
+                else []
+            ),
             "--v=2",
         ]
         env = dict(os.environ, PATH=f"{self.bin.containerd_bin}:{os.environ['PATH']}")
@@ -434,26 +479,49 @@ state = "{cd / 'state'}"
     def _spawn(self, name: str, args: list[str], env: dict[str, str], log: Path) -> None:
         with open(log, "ab") as out:
             # Own session: Ctrl-C reaches pytest, whose finally stops us in order.
-            self._procs[name] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            self._procs[name] = subprocess.Popen(
+                args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
 
     def _alive(self, name: str) -> bool:
         p = self._procs.get(name)
         if p is None or p.poll() is not None:
             log = self.kubelet_log if name == "kubelet" else self.containerd_log
-            raise NodeError(f"e2e node: {name} exited with status {p.returncode if p else '?'} (log: {log})")
+            raise NodeError(
+                f"e2e node: {name} exited with status {p.returncode if p else '?'} (log: {log})"
+            )
         return True
 
     def is_ready(self) -> bool:
         """The Node object's Ready condition is True (and the kubelet still runs)."""
         self._alive("kubelet")
-        res = self.kubectl(["get", "node", self.name, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'], check=False)
+        res = self.kubectl(
+            [
+                "get",
+                "node",
+                self.name,
+                "-o",
+                'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+            ],
+            check=False,
+        )
         return res.returncode == 0 and res.stdout.strip() == "True"
 
-    def kubectl(self, args: list[str], check: bool = True, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
+    def kubectl(
+        self, args: list[str], check: bool = True, timeout: float = 60, input: str | None = None
+    ) -> subprocess.CompletedProcess:
         """kubectl against the control plane this node joined."""
-        res = subprocess.run(["kubectl", f"--kubeconfig={self.kubeconfig}", *args], capture_output=True, text=True, timeout=timeout, input=input)
+        res = subprocess.run(
+            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
         if check and res.returncode != 0:
-            raise NodeError(f"e2e node: kubectl {' '.join(args)} failed: {res.stderr.strip()[-400:]}")
+            raise NodeError(
+                f"e2e node: kubectl {' '.join(args)} failed: {res.stderr.strip()[-400:]}"
+            )
         return res
 
     # ----- stop ----------------------------------------------------------------
@@ -474,7 +542,7 @@ state = "{cd / 'state'}"
         ):
             try:
                 step()
-            except Exception as exc:  # noqa: BLE001 - keep cleaning up; report all at the end
+            except Exception as exc:  # keep cleaning up; report all at the end
                 errors.append(str(exc))
         if errors:
             raise NodeError(f"e2e node: cleanup incomplete: {'; '.join(errors)}")
@@ -530,10 +598,8 @@ state = "{cd / 'state'}"
             if not pids:
                 return
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.5)
         left = self._our_pids()
         if left:
@@ -565,7 +631,9 @@ state = "{cd / 'state'}"
         for top in self._cgroups_made:
             if not top.exists():
                 continue
-            dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+            dirs = sorted(
+                (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+            )
             for d in [*dirs, top]:
                 for _ in range(20):
                     try:
@@ -582,7 +650,11 @@ state = "{cd / 'state'}"
             raise NodeError(f"cgroups of the e2e node left: {left[:5]}")
 
     def _remove_bridge(self) -> None:
-        if self._host and not self._host.bridge_existed and Path(f"/sys/class/net/{BRIDGE}").exists():
+        if (
+            self._host
+            and not self._host.bridge_existed
+            and Path(f"/sys/class/net/{BRIDGE}").exists()
+        ):
             _run(["ip", "link", "delete", BRIDGE], check=False)
 
     def _restore_host(self) -> None:
@@ -617,10 +689,8 @@ state = "{cd / 'state'}"
             _run(["ip", "addr", "del", f"{self._lo_added.pop()}/32", "dev", "lo"], check=False)
         if self.run_dir.exists() and not self._mounts_under(self.run_dir):
             shutil.rmtree(self.run_dir, ignore_errors=True)
-            try:
+            with contextlib.suppress(OSError):
                 self.run_dir.parent.rmdir()  # the run root, when no other run uses it
-            except OSError:
-                pass
         if self._made_kubelet_root and not self._mounts_under(self.kubelet_root):
             shutil.rmtree(self.kubelet_root, ignore_errors=True)
             self._made_kubelet_root = False
@@ -631,7 +701,9 @@ def _restore_iptables(tool: str, before: str, after: str) -> None:
     old_rules, old_chains = _parse_iptables(before)
     new_rules, new_chains = _parse_iptables(after)
     for table, rule in new_rules - old_rules:
-        subprocess.run([tool, "-t", table, "-D", *shlex.split(rule)[1:]], capture_output=True, check=False)
+        subprocess.run(
+            [tool, "-t", table, "-D", *shlex.split(rule)[1:]], capture_output=True, check=False
+        )
     for table, chain in new_chains - old_chains:
         subprocess.run([tool, "-t", table, "-F", chain], capture_output=True, check=False)
         subprocess.run([tool, "-t", table, "-X", chain], capture_output=True, check=False)

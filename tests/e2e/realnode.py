@@ -12,6 +12,7 @@ the log file to read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -43,7 +44,9 @@ JSON = dict[str, Any]
 
 def _script(name: str, *args: str) -> Path:
     """Run a build script of tests/e2e; its last stdout line is the path it made."""
-    res = subprocess.run(["bash", str(REPO / "tests/e2e" / name), *args], capture_output=True, text=True)
+    res = subprocess.run(
+        ["bash", str(REPO / "tests/e2e" / name), *args], capture_output=True, text=True
+    )
     if res.returncode != 0:
         lines = res.stderr.strip().splitlines() or [f"{name} exited {res.returncode}"]
         pytest.fail(lines[-1], pytrace=False)
@@ -75,7 +78,9 @@ def node_images(node_bin: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_node(control_plane: ControlPlane, e2e_bin: Path, node_bin: Path, node_images: Path) -> Iterator[Node]:
+def real_node(
+    control_plane: ControlPlane, e2e_bin: Path, node_bin: Path, node_images: Path
+) -> Iterator[Node]:
     """The real kubelet on containerd, Ready as REAL_NODE; the machine restored after."""
     cp = control_plane
     # The kubelet's own identity (Node authorizer, NodeRestriction) when the control
@@ -131,7 +136,7 @@ class PluginDeployment:
             "patches:\n  - target: {kind: DaemonSet, name: simdra-kubelet-plugin}\n"
             "    patch: |-\n"
             "      - op: add\n        path: /spec/template/spec/nodeSelector\n"
-            f"        value: {{{NODE_LABEL}: \"true\"}}\n"
+            f'        value: {{{NODE_LABEL}: "true"}}\n'
         )
 
     def apply(self) -> None:
@@ -148,11 +153,15 @@ class PluginDeployment:
 
     def pods(self) -> list[JSON]:
         core = client.CoreV1Api(self.cp.api_client())
-        items = core.list_namespaced_pod(PLUGIN_NAMESPACE, label_selector="app.kubernetes.io/name=simdra").items
+        items = core.list_namespaced_pod(
+            PLUGIN_NAMESPACE, label_selector="app.kubernetes.io/name=simdra"
+        ).items
         return [self.cp.api_client().sanitize_for_serialization(p) for p in items]
 
     def ready_pods(self) -> list[JSON]:
-        return [p for p in self.pods() if _pod_ready(p) and not p["metadata"].get("deletionTimestamp")]
+        return [
+            p for p in self.pods() if _pod_ready(p) and not p["metadata"].get("deletionTimestamp")
+        ]
 
     def wait_ready(self, timeout: float = 180) -> None:
         """One plugin pod Ready and the node's pools published."""
@@ -180,9 +189,60 @@ class PluginDeployment:
             parts.append(f"{p['metadata']['name']}: {p['status'].get('phase')} {state}")
         return "; ".join(parts) or "no plugin pods"
 
+    @contextlib.contextmanager
+    def using(self, overlay: str) -> Iterator[None]:
+        """Switch the DaemonSet to another overlay (a rolling update) and back after."""
+        before = self.overlay
+        self.overlay = overlay
+        self.apply_and_roll()
+        try:
+            yield
+        finally:
+            self.overlay = before
+            self.apply_and_roll()
+
+    def apply_and_roll(self, timeout: float = 180) -> None:
+        """Apply the overlay and wait until only pods of the new template serve."""
+        old = {p["metadata"]["uid"] for p in self.pods()}
+        self.write()
+        self.cp.kubectl("apply", "-k", str(self.workdir))
+        self.wait_rolled(old, timeout)
+
+    def wait_rolled(self, old_uids: set[str], timeout: float = 180) -> None:
+        """Wait until no pod in `old_uids` is left and a new one is Ready."""
+
+        def rolled() -> bool:
+            pods = self.pods()
+            return not any(p["metadata"]["uid"] in old_uids for p in pods) and any(
+                _pod_ready(p) for p in pods
+            )
+
+        wait(
+            f"plugin DaemonSet rolled to overlay {self.overlay} tag {self.tag}",
+            rolled,
+            timeout,
+            self.node.kubelet_log,
+            self.describe,
+        )
+
+    def exec(self, *command: str) -> str:
+        """Run a command in the (one) Ready plugin pod; its stdout."""
+        [pod] = self.ready_pods()
+        res = self.cp.kubectl(
+            "exec", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"], "--", *command
+        )
+        return res.stdout
+
+    def logs(self) -> str:
+        """The Ready plugin pod's log."""
+        [pod] = self.ready_pods()
+        return self.cp.kubectl("logs", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"]).stdout
+
     def delete(self) -> None:
         """Remove everything the overlay made and wait for the plugin pods to go."""
-        self.cp.kubectl("delete", "-k", str(self.workdir), "--ignore-not-found", "--wait=false", check=False)
+        self.cp.kubectl(
+            "delete", "-k", str(self.workdir), "--ignore-not-found", "--wait=false", check=False
+        )
         wait("plugin pods gone", lambda: not self.pods(), 90, self.node.kubelet_log, self.describe)
 
 
@@ -218,7 +278,7 @@ def wait(
     if detail:
         try:
             extra = f": {detail()}"
-        except Exception as exc:  # noqa: BLE001 - the detail is best effort
+        except Exception as exc:  # the detail is best effort
             extra = f": ({exc})"
     raise AssertionError(f"{what}: not within {timeout:.0f} s{extra} (log: {log})")
 
@@ -239,8 +299,20 @@ def node_slices(cp: ControlPlane, node: str) -> list[JSON]:
 def plugin_usage() -> JSON:
     """`simdra usage -o json` over the plugin's state on the node (its hostPath)."""
     res = subprocess.run(
-        [sys.executable, "-m", "driver", "usage", "--kubelet-plugins-directory-path", str(PLUGINS_DIR), "-o", "json"],
-        capture_output=True, text=True, timeout=60, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "driver",
+            "usage",
+            "--kubelet-plugins-directory-path",
+            str(PLUGINS_DIR),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
     )
     assert res.returncode == 0, f"simdra usage on the node failed: {res.stderr.strip()[-300:]}"
     return json.loads(res.stdout)
@@ -273,16 +345,34 @@ class Kube:
         # The namespace's default ServiceAccount must exist before pods are admitted.
         wait(
             f"ServiceAccount default in {NAMESPACE}",
-            lambda: bool(self.core.list_namespaced_service_account(NAMESPACE, field_selector="metadata.name=default").items),
+            lambda: bool(
+                self.core.list_namespaced_service_account(
+                    NAMESPACE, field_selector="metadata.name=default"
+                ).items
+            ),
             60,
             None,
         )
 
-    def template(self, name: str, device_class: str, capacity: dict[str, str] | None = None, count: int = 1) -> None:
-        """A ResourceClaimTemplate with one request for `count` devices of a class."""
-        exactly: JSON = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}
+    def template(
+        self,
+        name: str,
+        device_class: str,
+        capacity: dict[str, str] | None = None,
+        count: int = 1,
+        selector: str | None = None,
+    ) -> None:
+        """A ResourceClaimTemplate with one request for `count` devices of a class
+        (optionally with a CEL selector)."""
+        exactly: JSON = {
+            "deviceClassName": device_class,
+            "allocationMode": "ExactCount",
+            "count": count,
+        }
         if capacity:
             exactly["capacity"] = {"requests": capacity}
+        if selector:
+            exactly["selectors"] = [{"cel": {"expression": selector}}]
         body = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaimTemplate",
@@ -291,7 +381,9 @@ class Kube:
         }
         self.resource.create_namespaced_resource_claim_template(NAMESPACE, body)
 
-    def pod(self, name: str, template: str, command: str = "env | grep ^SIMDRA_ | sort; exec sleep 3600") -> None:
+    def pod(
+        self, name: str, template: str, command: str = "env | grep ^SIMDRA_ | sort; exec sleep 3600"
+    ) -> None:
         """A busybox pod on the real node whose container uses one claim from `template`."""
         body = {
             "apiVersion": "v1",
@@ -299,6 +391,7 @@ class Kube:
             "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {
                 "nodeSelector": {NODE_LABEL: "true"},
+                "dnsPolicy": "Default",  # no cluster DNS here
                 "terminationGracePeriodSeconds": 1,
                 "restartPolicy": "Never",
                 "containers": [
@@ -317,7 +410,9 @@ class Kube:
 
     def get_pod(self, name: str) -> JSON | None:
         try:
-            return self.api.sanitize_for_serialization(self.core.read_namespaced_pod(name, NAMESPACE))
+            return self.api.sanitize_for_serialization(
+                self.core.read_namespaced_pod(name, NAMESPACE)
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -330,7 +425,9 @@ class Kube:
             return "pod gone"
         st = pod.get("status", {})
         cs = (st.get("containerStatuses") or [{}])[0].get("state")
-        events = self.core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={name}").items
+        events = self.core.list_namespaced_event(
+            NAMESPACE, field_selector=f"involvedObject.name={name}"
+        ).items
         last = "; ".join(f"{e.reason}: {e.message}" for e in events[-3:])
         return f"phase {st.get('phase')}, state {cs}, events: {last}"
 
@@ -358,13 +455,21 @@ class Kube:
             out.update(line.split("=", 1) for line in text.splitlines() if "=" in line)
             return bool(out)
 
-        wait(f"pod {NAMESPACE}/{name} printed its env", printed, timeout, self.node.kubelet_log, lambda: self.pod_summary(name))
+        wait(
+            f"pod {NAMESPACE}/{name} printed its env",
+            printed,
+            timeout,
+            self.node.kubelet_log,
+            lambda: self.pod_summary(name),
+        )
         return out
 
     def claim_of(self, pod: JSON) -> JSON:
         """The ResourceClaim the controller made for the pod's one claim."""
         name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-        return self.api.sanitize_for_serialization(self.resource.read_namespaced_resource_claim(name, NAMESPACE))
+        return self.api.sanitize_for_serialization(
+            self.resource.read_namespaced_resource_claim(name, NAMESPACE)
+        )
 
     def delete_pod(self, name: str, timeout: float = 90) -> None:
         """Delete and wait until the pod object is gone (the kubelet has unprepared)."""
@@ -373,7 +478,19 @@ class Kube:
         except ApiException as exc:
             if exc.status != 404:
                 raise
-        wait(f"pod {NAMESPACE}/{name} deleted", lambda: self.get_pod(name) is None, timeout, self.node.kubelet_log)
+        wait(
+            f"pod {NAMESPACE}/{name} deleted",
+            lambda: self.get_pod(name) is None,
+            timeout,
+            self.node.kubelet_log,
+        )
+
+    def failed_prepares(self) -> list[str]:
+        """Messages of FailedPrepareDynamicResources events of NAMESPACE's pods."""
+        events = self.core.list_namespaced_event(
+            NAMESPACE, field_selector="reason=FailedPrepareDynamicResources"
+        ).items
+        return [f"{e.involved_object.name}: {e.message}" for e in events]
 
     def delete_all(self) -> None:
         """Every pod and template of NAMESPACE, waiting until the pods are gone."""
@@ -404,6 +521,6 @@ def unit_env(env: dict[str, str]) -> dict[str, dict[str, str]]:
     units: dict[str, dict[str, str]] = {}
     for key, value in env.items():
         if key.startswith("SIMDRA_DEVICE_"):
-            uid, _, rest = key[len("SIMDRA_DEVICE_"):].partition("_")
+            uid, _, rest = key[len("SIMDRA_DEVICE_") :].partition("_")
             units.setdefault(uid, {})[rest] = value
     return units
