@@ -29,7 +29,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from .controlplane import ControlPlane
-from .node import SIMDRA_IMAGE, Node, NodeBinaries, NodeError
+from .node import SIMDRA_IMAGE, Node, NodeBinaries, NodeError, require_disposable
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_NODE = "e2e-node"
@@ -65,9 +65,68 @@ def gates_of(cp: ControlPlane) -> dict[str, bool]:
     return {k: v == "true" for k, v in pairs}
 
 
+def node_kubeconfig(cp: ControlPlane, node: str, directory: Path) -> Path:
+    """A kubeconfig with a client certificate for `system:node:<node>` (group
+    system:nodes) signed by the control plane's CA: the kubelet's own identity, so the
+    Node authorizer and NodeRestriction judge what it does, as in a real cluster."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key, csr, crt = directory / "kubelet.key", directory / "kubelet.csr", directory / "kubelet.crt"
+    for args in (
+        [
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            f"/O=system:nodes/CN=system:node:{node}",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            cp.certs.ca_cert,
+            "-CAkey",
+            cp.certs.ca_key,
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            crt,
+        ],
+    ):
+        res = subprocess.run(["openssl", *map(str, args)], capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.fail(
+                f"kubelet client certificate: openssl {args[0]}: {res.stderr.strip()[-200:]}",
+                pytrace=False,
+            )
+    path = directory / "kubelet.kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: e2e\n  cluster:\n    server: {cp.server}\n"
+        f"    certificate-authority: {cp.certs.ca_cert}\n"
+        f"users:\n- name: kubelet\n  user:\n    client-certificate: {crt}\n    client-key: {key}\n"
+        "contexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: kubelet\n"
+        "current-context: e2e\n"
+    )
+    path.chmod(0o600)
+    return path
+
+
 @pytest.fixture(scope="session")
 def node_bin() -> Path:
     """containerd, ctr, the shim and pause (tests/e2e/build-node.sh, cached)."""
+    # Before anything is installed: build-node.sh may apt-get install as root.
+    try:
+        require_disposable()
+    except NodeError as err:
+        pytest.fail(str(err), pytrace=False)
     return _script("build-node.sh")
 
 
@@ -83,9 +142,7 @@ def real_node(
 ) -> Iterator[Node]:
     """The real kubelet on containerd, Ready as REAL_NODE; the machine restored after."""
     cp = control_plane
-    # The kubelet's own identity (Node authorizer, NodeRestriction) when the control
-    # plane issued one for this node; else the admin kubeconfig.
-    kubeconfig = cp.node_kubeconfig(REAL_NODE) if REAL_NODE in cp.node_names else cp.kubeconfig
+    kubeconfig = node_kubeconfig(cp, REAL_NODE, _logs_dir() / f"{REAL_NODE}-pki")
     node = Node(
         REAL_NODE,
         kubeconfig,
