@@ -161,18 +161,12 @@ class Plugin:
         )
         self._stops.append(kubelet.stop)
         self._sockets = [kubelet.dra_socket, kubelet.registration_socket]
-        self._kubelet = kubelet
-
-    def _kubelet_registered(self) -> bool:
-        """The kubelet has accepted this instance's registration."""
-        return bool(self._kubelet.registration_status.registered)
 
     def _start_observability(self) -> None:
         cfg = self.config
         if cfg.healthcheck_port >= 0:
-            health = start_healthcheck_server(
-                cfg.healthcheck_port, self._sockets, service_names=("", cfg.driver_name),
-                registered=self._kubelet_registered)
+            health = start_healthcheck_server(cfg.healthcheck_port, self._sockets,
+                                              service_names=("", cfg.driver_name))
             self._stops.append(health.stop)
             self.healthcheck_port = health.port
             log.info("gRPC health service on port %d", health.port)

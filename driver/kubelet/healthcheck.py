@@ -31,12 +31,6 @@ log = logging.getLogger(__name__)
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
-# The readiness probe's service: SERVING only once the kubelet has also registered this
-# instance. A rolling update (maxUnavailable 0) removes the old pod when the new one is
-# Ready; Ready before registration would leave the node with no registered plugin
-# for a moment, and pods starting then fail to prepare ("driver is not registered").
-READY_SERVICE = "registered"
-
 # A method no server implements: the probe wants any answer, not a service.
 _PROBE_METHOD = "/simdra.healthcheck.v1.Probe/NoSuchMethod"
 # Answers that mean no server answered at all.
@@ -112,17 +106,14 @@ class HealthcheckServer:
     def __init__(self, port: int, probes: Sequence[str], addr: str = "0.0.0.0", *,
                  service_names: Sequence[str] = ("", "simdra"),
                  probe_timeout: float = 1.0, cache_seconds: float = 1.0,
-                 probe: Probe = probe_unix_socket,
-                 registered: Callable[[], bool] | None = None) -> None:
+                 probe: Probe = probe_unix_socket) -> None:
         """Start serving; see `start_healthcheck_server`."""
         self._names = tuple(service_names)
-        self._registered = registered
-        self._ready: bool | None = None
         self._checker = SocketChecker(probes, probe, probe_timeout, cache_seconds)
         self._status_lock = threading.Lock()
         self._serving: bool | None = None
         self._servicer = _ProbingHealthServicer(self.refresh)
-        for name in (*self._names, *((READY_SERVICE,) if registered else ())):
+        for name in self._names:
             self._servicer.set(name, NOT_SERVING)
         # Watch does not hold a worker (non-blocking servicer); Checks are short.
         self._executor = ThreadPoolExecutor(4, thread_name_prefix="simdra-healthcheck")
@@ -153,11 +144,6 @@ class HealthcheckServer:
                 self._serving = serving
                 for name in self._names:
                     self._servicer.set(name, SERVING if serving else NOT_SERVING)
-            if self._registered is not None:
-                ready = serving and self._registered()
-                if ready != self._ready:
-                    self._ready = ready
-                    self._servicer.set(READY_SERVICE, SERVING if ready else NOT_SERVING)
         return serving
 
     def stop(self) -> None:
@@ -190,17 +176,14 @@ def start_healthcheck_server(
     probe_timeout: float = 1.0,
     cache_seconds: float = 1.0,
     probe: Probe = probe_unix_socket,
-    registered: Callable[[], bool] | None = None,
 ) -> HealthcheckServer:
     """Serve `grpc.health.v1.Health` on TCP `addr:port` (port 0: any free port, see `.port`).
 
     Every name in `service_names` ("" is the overall status the kubelet's probe asks
     for) is SERVING while a gRPC server answers on each unix socket in `probes`, and
     NOT_SERVING otherwise; other names get NOT_FOUND. The wildcard address also covers
-    IPv6. With `registered`, the name READY_SERVICE is SERVING when the sockets answer
-    and `registered()` is true (the readiness probe's question). Raises HealthcheckError
-    when the port cannot be bound.
+    IPv6. Raises HealthcheckError when the port cannot be bound.
     """
     return HealthcheckServer(port, probes, addr, service_names=service_names,
                              probe_timeout=probe_timeout, cache_seconds=cache_seconds,
-                             probe=probe, registered=registered)
+                             probe=probe)

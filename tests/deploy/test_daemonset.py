@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from driver.devices.quantity import parse_quantity
-from driver.kubelet.healthcheck import READY_SERVICE
 from tests.deploy.layout import CLAIM_STATUS_OVERLAYS, JSON, OVERLAYS, REPO, env_of, one
 
 HOST_DIRS = {
@@ -122,8 +121,6 @@ def test_liveness_probe_and_metrics_port_match_the_plugin_settings(rendered, ove
 
     health = int(value(container, "HEALTHCHECK_PORT"))
     assert container["livenessProbe"]["grpc"]["port"] == health == ports["healthz"]
-    # Readiness asks for the service that waits for the kubelet's registration.
-    assert container["readinessProbe"]["grpc"] == {"port": health, "service": READY_SERVICE}
     assert int(value(container, "METRICS_PORT")) == ports["metrics"]
     annotations = daemonset(rendered[overlay])["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(ports["metrics"])

@@ -17,7 +17,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from driver.claims.types import ClaimRef
 from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
 from driver.kubelet.healthcheck import (
-    READY_SERVICE,
     HealthcheckError,
     HealthcheckServer,
     probe_unix_socket,
@@ -70,37 +69,6 @@ def test_serving_while_both_sockets_answer(start_health: Callable[..., Healthche
     assert check(server, DRIVER) == SERVING
     with pytest.raises(grpc.RpcError) as info:
         check(server, "no.such.service")
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
-
-
-def test_ready_only_once_the_kubelet_registered(
-    start_health: Callable[..., HealthcheckServer],
-) -> None:
-    """The readiness probe's service waits for the kubelet's registration; liveness
-    does not (a real kubelet registers a second or so after the sockets appear)."""
-    registered = threading.Event()
-    server = start_health(registered=registered.is_set)
-    assert check(server) == SERVING
-    assert check(server, READY_SERVICE) == NOT_SERVING
-    registered.set()
-    assert check(server, READY_SERVICE) == SERVING
-
-
-def test_not_ready_when_a_socket_is_gone_even_if_registered(
-    plugin: KubeletPlugin, start_health: Callable[..., HealthcheckServer]
-) -> None:
-    server = start_health(registered=lambda: True)
-    assert check(server, READY_SERVICE) == SERVING
-    os.unlink(plugin.dra_socket)
-    assert check(server, READY_SERVICE) == NOT_SERVING
-
-
-def test_no_readiness_service_without_a_registration_source(
-    start_health: Callable[..., HealthcheckServer],
-) -> None:
-    server = start_health()
-    with pytest.raises(grpc.RpcError) as info:
-        check(server, READY_SERVICE)
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
 
 
