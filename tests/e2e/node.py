@@ -247,11 +247,27 @@ class Node:
         if self.proxy:
             self._add_lo_address(SERVICE_IP)
             self.proxy.start()
-        self._start_containerd()
-        self.import_images(sorted(self.images_dir.glob("*.tar")))
+        self._timed("containerd started", self._start_containerd)
+        self._timed(
+            "images imported", lambda: self.import_images(sorted(self.images_dir.glob("*.tar")))
+        )
         self._make_cgroup_root()
         self._start_kubelet()
-        wait_for(f"kubelet: node {self.name} Ready", self.is_ready, ready_timeout, self.kubelet_log)
+        self._timed(
+            "kubelet Ready",
+            lambda: wait_for(
+                f"kubelet: node {self.name} Ready", self.is_ready, ready_timeout, self.kubelet_log
+            ),
+        )
+
+    def _timed(self, what: str, step: Callable[[], object]) -> None:
+        """Run a step and note how long it took in node-steps.log (budgets)."""
+        began = time.monotonic()
+        try:
+            step()
+        finally:
+            with (self.log_dir / "node-steps.log").open("a") as f:
+                f.write(f"{what}: {time.monotonic() - began:.1f} s\n")
 
     def _write_cni(self) -> None:
         conf = {
@@ -529,21 +545,24 @@ state = "{cd / "state"}"
     def stop(self) -> None:
         """Stop everything started and put the node back as it was (idempotent)."""
         errors: list[str] = []
-        for step in (
-            lambda: self._terminate("kubelet", 20),
-            self._remove_containers,
-            lambda: self._terminate("containerd", 20),
-            self._kill_leftover_processes,
-            self._unmount,
-            self._remove_cgroups,
-            self._remove_bridge,
-            self._restore_host,
-            self._remove_run_dir,
+        for name, step in (
+            ("stop kubelet", lambda: self._terminate("kubelet", 20)),
+            ("remove containers", self._remove_containers),
+            ("stop containerd", lambda: self._terminate("containerd", 20)),
+            ("kill leftovers", self._kill_leftover_processes),
+            ("unmount", self._unmount),
+            ("remove cgroups", self._remove_cgroups),
+            ("remove bridge", self._remove_bridge),
+            ("restore host", self._restore_host),
+            ("remove run dir", self._remove_run_dir),
         ):
             try:
-                step()
+                if self.log_dir.is_dir():
+                    self._timed(name, step)
+                else:
+                    step()
             except Exception as exc:  # keep cleaning up; report all at the end
-                errors.append(str(exc))
+                errors.append(f"{name}: {exc}")
         if errors:
             raise NodeError(f"e2e node: cleanup incomplete: {'; '.join(errors)}")
 
