@@ -102,10 +102,28 @@ def test_node_deleting_pods_unprepares(kube: Kube) -> None:
             60,
             kube.node.kubelet_log,
         )
-    # Capacity is free again: the plugin's own ledger holds nothing for that NIC.
-    nic_usage = next(d for d in plugin_usage()["devices"] if d["device"] == nic["device"])
-    assert nic_usage["holders"] == [], nic_usage
-    assert nic_usage["free"] == nic_usage["capacity"]
+    # Capacity is free again: the plugin's ledger holds nothing for that NIC, and the
+    # scheduler gives one claim all of its bandwidth.
+    still_held = [
+        d for d in plugin_usage()["devices"] if d["device"] == nic["device"] and d["holders"]
+    ]
+    assert still_held == []
+    device = next(
+        d
+        for s in node_slices(kube.cp, kube.node.name)
+        for d in s["spec"].get("devices") or []
+        if d["name"] == nic["device"]
+    )
+    interface = device["attributes"]["interfaceName"]["string"]
+    kube.template(
+        "nic-all",
+        "nic.dra.example.com",
+        capacity={"bandwidth": device["capacity"]["bandwidth"]["value"]},
+        selector=f'device.attributes["dra.example.com"].interfaceName == "{interface}"',
+    )
+    kube.pod("nic-all", "nic-all")
+    [result] = _allocated(kube.claim_of(kube.wait_running("nic-all")))
+    assert result["device"] == nic["device"]
 
 
 def test_node_two_pods_share_one_nic(kube: Kube) -> None:
