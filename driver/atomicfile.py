@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import tempfile
+import time
 from pathlib import Path
 
 # Temp files start with a dot and end in ".tmp": CDI runtimes only load *.json/*.yaml,
@@ -22,6 +24,11 @@ TEMP_SUFFIX = ".tmp"
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MAX_NAME = 255  # NAME_MAX of common Linux file systems
+# `.<target name>.<random>.tmp`, as tempfile.mkstemp makes it for `write_atomic`.
+_TEMP_NAME = re.compile(r"^\.(?P<target>[A-Za-z0-9][A-Za-z0-9._-]*)\.[A-Za-z0-9_]+\.tmp$")
+# A write takes milliseconds; a temp file this old belongs to no write still running, in
+# this process or another instance's.
+STALE_TEMP_SECONDS = 60.0
 
 
 def temp_prefix(target_name: str) -> str:
@@ -29,11 +36,70 @@ def temp_prefix(target_name: str) -> str:
     return f".{target_name}."
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
-    """Replace `path` with `data` atomically and durably.
+def temp_target(name: str) -> str | None:
+    """The target file name of a temp file `write_atomic` made, or None if `name` is not
+    one (the pattern is specific: dot, a safe target name, random characters, `.tmp`)."""
+    match = _TEMP_NAME.match(name)
+    return match["target"] if match else None
+
+
+def remove_stale_temps(
+    directory: str | os.PathLike[str], older_than: float = STALE_TEMP_SECONDS
+) -> list[Path]:
+    """Remove the temp files of interrupted `write_atomic` calls in `directory` that are
+    older than `older_than` seconds (0: all of them, for callers that hold the lock every
+    writer there takes); returns what was removed."""
+    removed = []
+    now = time.time()
+    for path in sorted(Path(directory).iterdir()):
+        if temp_target(path.name) is None:
+            continue
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or now - info.st_mtime < older_than:
+            continue
+        if remove_durable(path):
+            removed.append(path)
+    return removed
+
+
+def make_directory(path: str | os.PathLike[str], mode: int) -> Path:
+    """Create `path` and any missing parents with exactly `mode` (whatever the umask);
+    directories that exist already keep their mode (they may not be ours)."""
+    target = Path(path)
+    missing = []
+    for candidate in (target, *target.parents):
+        if candidate.is_dir():
+            break
+        missing.append(candidate)
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            os.mkdir(directory, mode)
+            os.chmod(directory, mode)  # mkdir applies the umask; chmod does not
+    return target
+
+
+def own_directory(path: str | os.PathLike[str], mode: int) -> Path:
+    """A directory only this driver uses: created like `make_directory`, and its mode set
+    to `mode` even when it exists (e.g. made by an older version under another umask)."""
+    target = make_directory(path, mode)
+    if os.stat(target).st_mode & 0o7777 != mode:
+        os.chmod(target, mode)
+    return target
+
+
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, sync_dir: bool = True
+) -> None:
+    """Replace `path` with `data` atomically and durably, with exactly `mode` (the
+    default keeps it to this driver's user; whatever the umask).
 
     A reader sees either the previous file or the complete new one; once this returns,
-    the new content survives a power loss.
+    the new content survives a power loss. With `sync_dir=False` the rename is durable
+    only once the caller fsyncs the directory (`fsync_dir`), which lets several writes
+    share that fsync (group commit); the content itself is always fsynced first.
     """
     target = Path(path)
     fd, tmp_name = tempfile.mkstemp(
@@ -50,17 +116,20 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
 
 
-def remove_durable(path: str | os.PathLike[str]) -> bool:
-    """Remove `path` if it exists and make the removal durable; True when it existed."""
+def remove_durable(path: str | os.PathLike[str], *, sync_dir: bool = True) -> bool:
+    """Remove `path` if it exists and make the removal durable (with `sync_dir=False`:
+    once the caller fsyncs the directory); True when it existed."""
     target = Path(path)
     try:
         os.unlink(target)
     except FileNotFoundError:
         return False
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
     return True
 
 

@@ -12,16 +12,17 @@ from types import FrameType
 
 from kubernetes.client import ApiClient
 
+from driver.atomicfile import own_directory, remove_stale_temps
 from driver.claims.api_source import ApiClaimSource
 from driver.claims.preparer import Preparer
+from driver.claims.rules import rules_for
 from driver.claims.status import ClaimStatusWriter
 from driver.claims.status_worker import BackgroundStatusWriter
 from driver.config import Config
-from driver.devices.backend import DeviceBackend, FakeBackend
+from driver.devices.backend import BackendContext, DeviceBackend
 from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
 from driver.devices.live import DeviceKey, LiveDevices, NodeView
 from driver.devices.model import Inventory
-from driver.devices.sysfs import SysfsBackend
 from driver.kube import load_api_client
 from driver.kubelet.health import HealthBoard
 from driver.kubelet.healthcheck import start_healthcheck_server
@@ -37,6 +38,9 @@ from driver.slices.publisher import Publisher
 log = logging.getLogger(__name__)
 
 SERIALIZE_LOCK_FILE = "serialize.lock"
+# The data directory holds the DRA socket, the claim records and the locks: the kubelet
+# (root) reaches the socket through it; nobody else needs in.
+DATA_DIR_MODE = 0o750
 STATUS_RETRY_SECONDS = 10.0
 # The health stream re-sends the full list this often; the kubelet's device timeout is
 # three times as long (driver.devices.live.HEALTH_TIMEOUT_SECONDS).
@@ -44,17 +48,15 @@ HEALTH_RESEND_SECONDS = 10.0
 
 
 def make_backend(config: Config) -> DeviceBackend:
-    """The device backend `--device-backend` names: built in, or `module:Class`
-    constructed as `Class(config)` (see `driver.devices.loader`)."""
-    from driver.devices.loader import is_backend_spec, load_backend_class
+    """The device backend `--device-backend` names (a registered name or
+    `package.module:Class`), constructed from a BackendContext (see
+    `driver.devices.loader`)."""
+    from driver.devices.loader import load_backend_class
+    from driver.devices.registry import backend_spec
 
-    if is_backend_spec(config.device_backend):
-        return load_backend_class(config.device_backend)(config)
-    if config.device_backend == "sysfs":
-        return SysfsBackend(config.sysfs_root, config.dev_root, node_name=config.node_name,
-                            driver_name=config.driver_name)
-    return FakeBackend(config.device_profile, config.driver_name, config.node_name,
-                       config.num_devices)
+    backend_class = load_backend_class(backend_spec(config.device_backend))
+    factory = getattr(backend_class, "from_context", backend_class)
+    return factory(BackendContext.from_config(config))
 
 
 class Plugin:
@@ -105,7 +107,11 @@ class Plugin:
 
     def _start(self) -> None:
         cfg = self.config
-        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        own_directory(cfg.data_dir, DATA_DIR_MODE)
+        # Temp files of atomic writes a crash interrupted (fault state); the age bound
+        # spares a write another instance or `simdra fault` is making right now.
+        for path in remove_stale_temps(cfg.data_dir):
+            log.info("removed stale temp file %s", path)
         faults = self._fault_file()
         self._live = LiveDevices(
             self._backend, cfg.driver_name, on_change=self._on_devices_changed,
@@ -146,7 +152,8 @@ class Plugin:
             cfg.driver_name, ApiClaimSource(self._api_client), lambda: self.inventory,
             cfg.cdi_root, cfg.data_dir, serialize=lambda: serializer,
             status_writer=self._status,
-            device_hook=prepare_faults.before_device if prepare_faults else None)
+            device_hook=prepare_faults.before_device if prepare_faults else None,
+            rules=rules_for(self._backend))
 
     def _start_kubelet(self) -> None:
         cfg = self.config
@@ -160,13 +167,21 @@ class Plugin:
             serialize=False,  # the preparer serializes, after reading the claims
         )
         self._stops.append(kubelet.stop)
+        self._kubelet = kubelet
         self._sockets = [kubelet.dra_socket, kubelet.registration_socket]
+
+    def ready(self) -> bool:
+        """Ready (the readinessProbe's `readiness` service): the kubelet's latest report
+        says it registered this instance, and the node's slices have been published."""
+        return (self._kubelet.registration_status.registered is True
+                and self._publisher.has_synced())
 
     def _start_observability(self) -> None:
         cfg = self.config
         if cfg.healthcheck_port >= 0:
             health = start_healthcheck_server(cfg.healthcheck_port, self._sockets,
-                                              service_names=("", cfg.driver_name))
+                                              service_names=("", cfg.driver_name),
+                                              readiness=self.ready)
             self._stops.append(health.stop)
             self.healthcheck_port = health.port
             log.info("gRPC health service on port %d", health.port)
@@ -193,10 +208,17 @@ class Plugin:
         for claim in preparer.prepared().values():
             for unit in claim.units:
                 yield unit.pool, unit.device
+        for pool, device, _ in preparer.ledger.reserved():  # held for unreadable records
+            yield pool, device
 
 
 def run_plugin(config: Config) -> int:
-    """Run until SIGTERM or SIGINT; returns the process exit code."""
+    """Run until SIGTERM or SIGINT; returns the process exit code.
+
+    Raises ClusterConfigError (a usage error: exit 2) before anything else is set up
+    when there is no usable cluster configuration.
+    """
+    api_client = load_api_client(config.kubeconfig)
     configure_logging(config.log_format, config.verbosity)
     stop = threading.Event()
 
@@ -206,7 +228,6 @@ def run_plugin(config: Config) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    api_client = load_api_client(config.kubeconfig)
     try:
         plugin = Plugin(config, api_client, make_backend(config))
         plugin.start()

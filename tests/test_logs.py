@@ -143,3 +143,22 @@ def test_reconfiguring_replaces_the_handler_and_bad_values_are_refused(output):
         configure_logging("xml", 0, stream=output)
     with pytest.raises(ValueError, match="verbosity"):
         configure_logging("text", -1, stream=output)
+
+
+def test_text_lines_cannot_be_forged_by_values_from_the_api(output):
+    configure_logging("text", 0, stream=output)
+    forged = "web\n2026-01-01T00:00:00.000Z ERROR driver.claims: forged"
+    log = logging.getLogger("driver.claims.preparer")
+    with log_context(claim=f"default/{forged}", claim_uid="u\r\x1b[2J"):
+        log.warning("prepare of %s failed", forged)
+        try:
+            raise ValueError(f"bad name {forged}")
+        except ValueError:
+            log.exception("step failed")
+
+    lines = output.getvalue().splitlines()
+    starts = [line for line in lines if not line.startswith(" ")]
+    assert len(starts) == 2  # one line per record; traceback lines are indented
+    assert "web\\n2026-01-01T00:00:00.000Z ERROR" in starts[0]
+    assert 'claim_uid="u\\r\\u001b[2J"' in starts[0] and "\x1b" not in output.getvalue()
+    assert "    ValueError: bad name web" in lines  # the traceback is kept, indented

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 from driver.kubelet.health import DeviceHealth, HealthStatus
 from driver.observability.metrics import InstrumentedPreparer, PluginMetrics
 from driver.observability.server import MetricsServer, start_metrics_server

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from driver.claims.preparer import Preparer
-from driver.usage import usage_main
+from driver.cli.usage import usage_main
 from tests.claims.builders import DRIVER, ProfileCluster, request, wants, with_profile
 
 

@@ -8,7 +8,6 @@ Results and opaque config of other drivers are dropped here: they are not ours t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -16,11 +15,10 @@ from typing import Any
 
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.types import ClaimRef
-from driver.devices.quantity import QuantityError, parse_quantity
+from driver.core.quantity import QuantityError, parse_quantity
+from driver.core.textlimits import clip
+from driver.core.validation.names import uuid_errors
 
-# API: shareID is a lowercase RFC 4122 UUID. Checked strictly because it becomes part of
-# CDI device names and env var names.
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _RESULTS = "status.allocation.devices.results"
 _CONFIG = "status.allocation.devices.config"
 
@@ -116,10 +114,12 @@ def parse_claim(raw: Any, driver_name: str, expected: ClaimRef | None = None) ->
 def _check_identity(expected: ClaimRef, namespace: str, name: str, uid: str) -> None:
     where = claim_label(expected.namespace, expected.name, expected.uid)
     if (namespace, name) != (expected.namespace, expected.name):
-        raise ClaimError(f"{where}: the API server returned claim {namespace}/{name} instead")
+        raise ClaimError(
+            f"{where}: the API server returned claim {clip(namespace)}/{clip(name)} instead"
+        )
     if uid != expected.uid:
         raise ClaimError(
-            f"{where}: field metadata.uid: the API server has uid {uid}, "
+            f"{where}: field metadata.uid: the API server has uid {clip(uid)}, "
             "so the claim got replaced (deleted and re-created); not preparing it"
         )
 
@@ -155,11 +155,15 @@ def _our_config(devices: dict[str, Any], driver_name: str, where: str) -> tuple[
 
 def _result(entry: dict[str, Any], path: str, where: str) -> AllocatedDevice:
     share_id = entry.get("shareID")
-    if share_id is not None and not (isinstance(share_id, str) and _UUID.match(share_id)):
-        raise ClaimError(f"{where}: field {path}.shareID: {share_id!r} is not a lowercase UUID")
+    # API: shareID is a lowercase RFC 4122 UUID. Checked strictly because it becomes part
+    # of CDI device names and env var names.
+    if share_id is not None and uuid_errors(share_id, "shareID"):
+        raise ClaimError(
+            f"{where}: field {path}.shareID: {clip(repr(share_id))} is not a lowercase UUID"
+        )
     admin = entry.get("adminAccess")
     if admin is not None and not isinstance(admin, bool):
-        raise ClaimError(f"{where}: field {path}.adminAccess: {admin!r} is not a boolean")
+        raise ClaimError(f"{where}: field {path}.adminAccess: {clip(repr(admin))} is not a boolean")
     return AllocatedDevice(
         request=_string(entry, "request", where, f"{path}.request"),
         pool=_string(entry, "pool", where, f"{path}.pool"),
@@ -180,7 +184,7 @@ def _config(entry: Any, path: str, where: str) -> OpaqueConfig | None:
         raise ClaimError(f"{where}: field {path}.requests: entries must be strings")
     source = entry.get("source", "")
     if not isinstance(source, str):
-        raise ClaimError(f"{where}: field {path}.source: {source!r} is not a string")
+        raise ClaimError(f"{where}: field {path}.source: {clip(repr(source))} is not a string")
     return OpaqueConfig(
         source=source,
         requests=tuple(requests),
@@ -197,8 +201,8 @@ def _consumed(entry: dict[str, Any], where: str, path: str) -> dict[str, Fractio
     consumed = _quantities(entry, "consumedCapacity", where, path)
     for name, amount in consumed.items():
         if amount < 0:
-            raise ClaimError(f"{where}: field {path}[{name}]: {entry['consumedCapacity'][name]!r} "
-                             "is negative")
+            value = clip(repr(entry["consumedCapacity"][name]))
+            raise ClaimError(f"{where}: field {path}[{clip(name)}]: {value} is negative")
     return consumed
 
 
@@ -209,7 +213,7 @@ def _quantities(entry: dict[str, Any], key: str, where: str, path: str) -> dict[
         try:
             parsed[name] = parse_quantity(value)
         except QuantityError as exc:
-            raise ClaimError(f"{where}: field {path}[{name}]: {exc}") from None
+            raise ClaimError(f"{where}: field {path}[{clip(name)}]: {clip(exc)}") from None
     return parsed
 
 
@@ -242,7 +246,8 @@ def _list(parent: dict[str, Any], key: str, where: str, path: str) -> list[Any]:
 def _string(parent: dict[str, Any], key: str, where: str, path: str) -> str:
     value = parent.get(key)
     if not isinstance(value, str) or not value:
-        problem = "missing" if value is None else f"expected a non-empty string, got {value!r}"
+        shown = clip(repr(value))
+        problem = "missing" if value is None else f"expected a non-empty string, got {shown}"
         raise ClaimError(f"{where}: field {path}: {problem}")
     return value
 

@@ -22,8 +22,15 @@ from driver.atomicfile import check_safe_name
 
 CDI_CLASS = "device"
 SPEC_SUFFIX = ".json"
+# The container runtime (root) reads the specs; so may rootless runtimes and `cdi list`
+# style tools run by other users, as for the specs other CDI generators write. A spec
+# holds device paths and the env this driver sets (claim names, device identity), no
+# secrets, so specs are world-readable and only the driver writes them. The CDI root is
+# a shared, well-known directory: created 0755 when missing, never changed when present.
+CDI_SPEC_MODE = 0o644
+CDI_DIR_MODE = 0o755
 
-# CDI parser rules (facts 7.3).
+# CDI parser rules (api-facts 7.3).
 _VENDOR = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
 _CLASS = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
 _DEVICE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$")
@@ -178,7 +185,7 @@ Version = tuple[int, int, int]
 
 
 def required_version(spec: Mapping[str, Any]) -> str:
-    """The lowest cdiVersion whose features cover `spec` (facts 7.1); runtimes reject a
+    """The lowest cdiVersion whose features cover `spec` (api-facts 7.1); runtimes reject a
     file that uses a feature newer than its declared version, and older runtimes reject
     versions they do not know, so the minimum is the most portable choice."""
     need: Version = (0, 3, 0)

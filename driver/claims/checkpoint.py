@@ -13,25 +13,46 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from driver import atomicfile
 from driver.atomicfile import (
-    TEMP_SUFFIX,
     check_safe_name,
+    own_directory,
     remove_durable,
+    remove_stale_temps,
     rename_durable,
     safe_child,
     write_atomic,
 )
+from driver.claims.cdi import CdiError, cdi_kind, spec_file_name
 from driver.claims.plan import PreparedClaim
 from driver.claims.record import RecordError, from_payload, to_payload
+from driver.core.textlimits import JsonLimitError, clip, load_json, one_line, value_depth
 
 FORMAT_VERSION = 1
 RECORD_KIND = "simdra.ClaimRecord"
 RECORD_SUFFIX = ".json"
 CORRUPT_SUFFIX = ".corrupt"
+# Far above any record prepare writes (a claim of 32 devices with their attributes, CDI
+# edits and config is tens of KiB, nested about 10 levels), and enforced when writing
+# too, so a record this driver wrote is never refused when read back.
+MAX_RECORD_BYTES = 4 * 2**20
+MAX_RECORD_DEPTH = 32
+REASON_LIMIT = 512  # characters of a reason shown in logs and `simdra usage`
+RECORDS_MODE = 0o700  # the claims/ directory: only the plugin reads its records
+RECORD_MODE = 0o600
+
+# Raises ValueError when a well-formed record must still not be acted on.
+TrustCheck = Callable[[PreparedClaim], None]
+# Next to claims/, not in it: the token writers of records change first.
+GENERATION_FILE = "claims.generation"
+GENERATION_BYTES = 64
+Stamp = tuple[bytes, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -49,21 +70,33 @@ class CorruptRecord:
 class Checkpoint:
     """The claim records in one data directory."""
 
-    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], trust: TrustCheck | None = None) -> None:
         self.directory = records_directory(data_dir)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        own_directory(self.directory, RECORDS_MODE)
+        self._trust = trust
+        self._generation = Path(data_dir) / GENERATION_FILE
+        self._nonce = secrets.token_hex(8)
+        self._changes = 0
 
     def path_for(self, claim_uid: str) -> Path:
         """The record path of a claim; ValueError when the UID is not a safe file name."""
         return safe_child(self.directory, f"{claim_uid}{RECORD_SUFFIX}")
 
-    def save(self, claim: PreparedClaim) -> None:
-        """Write (or replace) the record of `claim`, atomically and durably."""
-        write_atomic(self.path_for(claim.claim.uid), encode_record(claim))
+    def save(self, claim: PreparedClaim, *, sync: bool = True) -> None:
+        """Write (or replace) the record of `claim`, atomically and durably (with
+        `sync=False`: durable after the next `sync`, for writes that share one)."""
+        write_atomic(
+            self.path_for(claim.claim.uid), encode_record(claim), RECORD_MODE, sync_dir=sync
+        )
 
-    def remove(self, claim_uid: str) -> bool:
-        """Remove a claim's record durably; True when there was one."""
-        return remove_durable(self.path_for(claim_uid))
+    def sync(self) -> None:
+        """Make the records written with `sync=False` durable (one directory fsync)."""
+        atomicfile.fsync_dir(self.directory)
+
+    def remove(self, claim_uid: str, *, sync: bool = True) -> bool:
+        """Remove a claim's record durably (with `sync=False`: after the next `sync`);
+        True when there was one."""
+        return remove_durable(self.path_for(claim_uid), sync_dir=sync)
 
     def quarantine(self, claim_uid: str) -> Path | None:
         """Move a claim's (corrupt) record aside to `<uid>.json.corrupt[.N]`, never
@@ -80,34 +113,40 @@ class Checkpoint:
         return target
 
     def remove_temp_files(self) -> list[Path]:
-        """Remove temp files left by writes a crash interrupted; returns what was removed."""
-        stale = [
-            p
-            for p in self.directory.iterdir()
-            if p.name.startswith(".") and p.name.endswith(TEMP_SUFFIX)
-        ]
-        for path in stale:
-            remove_durable(path)
-        return stale
+        """Remove temp files left by writes a crash interrupted; returns what was removed.
+        Call it holding the lock that serializes writes of records."""
+        # Every writer of records holds the serialize lock, as the caller does: a temp
+        # file here of any age belongs to a write that will never finish.
+        return remove_stale_temps(self.directory, older_than=0)
 
-    def signature(self) -> tuple[tuple[str, int, int, int], ...]:
-        """(name, inode, mtime, size) of every record file: changes whenever any record is
-        written, replaced or removed (atomic replaces give a new inode), at the cost of a
-        listing and a stat per record, without reading them."""
-        entries = []
-        for path in self.directory.iterdir():
-            if path.name.startswith(".") or not path.name.endswith(RECORD_SUFFIX):
-                continue
-            try:
-                info = path.stat()
-            except FileNotFoundError:
-                continue
-            entries.append((path.name, info.st_ino, info.st_mtime_ns, info.st_size))
-        return tuple(sorted(entries))
+    def stamp(self) -> Stamp:
+        """What changes whenever another process changes the records, in O(1): the
+        generation token (see `mark_changing`) and the directory's inode and
+        timestamps (any file added, removed or renamed, by anyone, e.g. an operator)."""
+        try:
+            with open(self._generation, "rb") as file:
+                token = file.read(GENERATION_BYTES)
+        except FileNotFoundError:
+            token = b""
+        info = os.stat(self.directory)
+        return (token, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+    def mark_changing(self) -> None:
+        """Give the records a new generation token, before changing them: a sibling
+        process (a rolling update's other instance, under the same lock) then reloads,
+        even if this process dies half-way through its change. Rewritten in place, no
+        fsync: only live processes compare it; start-up always reads everything."""
+        self._changes += 1
+        token = f"{os.getpid()}:{self._nonce}:{self._changes}".encode().ljust(GENERATION_BYTES)
+        fd = os.open(self._generation, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, RECORD_MODE)
+        try:
+            os.pwrite(fd, token[:GENERATION_BYTES], 0)
+        finally:
+            os.close(fd)
 
     def load_all(self) -> tuple[dict[str, PreparedClaim], list[CorruptRecord]]:
         """Every valid record by claim UID, and every record file that is not valid."""
-        return read_records(self.directory)
+        return read_records(self.directory, self._trust)
 
 
 def records_directory(data_dir: str | os.PathLike[str]) -> Path:
@@ -115,9 +154,35 @@ def records_directory(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / "claims"
 
 
-def read_records(directory: Path) -> tuple[dict[str, PreparedClaim], list[CorruptRecord]]:
+def trusted_for(driver_name: str) -> TrustCheck:
+    """The check that a record only names files of its own claim in this driver's CDI
+    directory: a record with a valid checksum can still have been written by hand."""
+    kind = cdi_kind(driver_name)
+
+    def check(claim: PreparedClaim) -> None:
+        try:
+            expected = spec_file_name(driver_name, claim.claim.uid)
+        except CdiError as exc:
+            raise ValueError(str(exc)) from None
+        if claim.cdi_file != expected:
+            raise ValueError(
+                f"cdiFile {clip(repr(claim.cdi_file))} is not the CDI spec file of this claim "
+                f"({expected}); not trusted"
+            )
+        if claim.cdi_spec.get("kind") != kind:
+            shown = clip(repr(claim.cdi_spec.get("kind")))
+            raise ValueError(f"CDI spec kind {shown} is not {kind}")
+
+    return check
+
+
+def read_records(
+    directory: Path, trust: TrustCheck | None = None
+) -> tuple[dict[str, PreparedClaim], list[CorruptRecord]]:
     """Every valid record in `directory` by claim UID, and every record file that is not.
 
+    Per record: any failure to read, parse, verify or `trust` a file (whatever the
+    exception) makes it a CorruptRecord, never an exception of this call.
     Read-only and lock-free: records are replaced by atomic renames, so each file read is
     a whole record; a record removed while listing is skipped. Other processes (e.g.
     `simdra usage`) may call this next to a running plugin.
@@ -130,12 +195,20 @@ def read_records(directory: Path) -> tuple[dict[str, PreparedClaim], list[Corrup
             continue  # temp files of interrupted writes, quarantined records
         uid = name[: -len(RECORD_SUFFIX)]
         try:
-            records[uid] = _read(path, uid)
+            claim = _read(path, uid)
+            if trust is not None:
+                trust(claim)
+            records[uid] = claim
         except FileNotFoundError:
             continue  # unprepared between listing and reading
-        except (OSError, ValueError) as exc:
-            problems.append(CorruptRecord(uid, path, str(exc)))
+        except Exception as exc:  # one bad record costs its claim, never the caller
+            problems.append(CorruptRecord(uid, path, _reason(exc)))
     return records, problems
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+    return one_line(text, REASON_LIMIT)
 
 
 def encode_record(claim: PreparedClaim) -> bytes:
@@ -147,20 +220,29 @@ def encode_record(claim: PreparedClaim) -> bytes:
         "checksum": _checksum(payload),
         "payload": payload,
     }
-    return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+    data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+    # Refused here, so that no record is written that reading would refuse.
+    depth = value_depth(record, MAX_RECORD_DEPTH)
+    if len(data) > MAX_RECORD_BYTES or depth > MAX_RECORD_DEPTH:
+        raise ValueError(
+            f"the checkpoint record of claim {claim.claim.uid} would be {len(data)} bytes "
+            f"nested {depth} levels; the limits are {MAX_RECORD_BYTES} bytes and "
+            f"{MAX_RECORD_DEPTH} levels"
+        )
+    return data
 
 
 def decode_record(data: bytes, uid: str) -> PreparedClaim:
     """Read a record file's bytes; ValueError says why they cannot be trusted."""
     try:
-        record = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"not valid JSON: {exc}") from None
+        record = load_json(data, max_bytes=MAX_RECORD_BYTES, max_depth=MAX_RECORD_DEPTH)
+    except JsonLimitError as exc:
+        raise ValueError(f"refused: {exc}") from None
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
     if record.get("version") != FORMAT_VERSION or record.get("kind") != RECORD_KIND:
         raise ValueError(
-            f"format {record.get('kind')!r} version {record.get('version')!r}; "
+            f"format {clip(repr(record.get('kind')))} version {clip(repr(record.get('version')))}; "
             f"this driver reads {RECORD_KIND!r} version {FORMAT_VERSION}"
         )
     payload = record.get("payload")
@@ -171,13 +253,17 @@ def decode_record(data: bytes, uid: str) -> PreparedClaim:
     except RecordError as exc:
         raise ValueError(str(exc)) from None
     if claim.claim.uid != uid:
-        raise ValueError(f"holds claim uid {claim.claim.uid!r} but is named for uid {uid!r}")
+        raise ValueError(
+            f"holds claim uid {clip(repr(claim.claim.uid))} but is named for uid {uid!r}"
+        )
     return claim
 
 
 def _read(path: Path, uid: str) -> PreparedClaim:
     check_safe_name(uid)
-    return decode_record(path.read_bytes(), uid)
+    with open(path, "rb") as file:
+        data = file.read(MAX_RECORD_BYTES + 1)  # never more than the limit into memory
+    return decode_record(data, uid)
 
 
 def _checksum(payload: Any) -> str:

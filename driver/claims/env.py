@@ -25,7 +25,10 @@ Keys (present when they apply):
 
 =============================  ===========================================================
 NAME, POOL, TYPE               device name, pool, `type` attribute (gpu, nic, device)
-UUID                           the device's `uuid` attribute
+<attribute keys>                the attributes the backend names in `env_attributes`;
+                               by default UUID (`uuid`), PARTITION_PROFILE (`profile`),
+                               PARENT_UUID (`parentUUID`), INTERFACE_NAME
+                               (`interfaceName`), MAC_ADDRESS (`macAddress`)
 CDI_DEVICE                     the fully qualified CDI device id
 CLAIM, CLAIM_UID, REQUEST      `ns/name`, claim UID, request(s) as allocated (`req/sub`)
 SHARE_ID                       shareID of a share of a multi-allocatable device
@@ -34,10 +37,9 @@ CAPACITY_<CAP>                 what the unit holds as a quantity (`8Gi`, `1500M`
                                exclusive device; absent with admin access
 CAPACITY_<CAP>_VALUE           the same as an integer, rounded up (bytes for memory)
 ADMIN_ACCESS=true              admin access (monitoring; reserves nothing)
-PARTITION=true                 a partition of a physical device, with PARTITION_PROFILE
-                               (e.g. `1g.10gb`) and PARENT_UUID
-INTERFACE_NAME, MAC_ADDRESS    NIC identity
-GPU_* / NIC_*                  opaque configuration (`driver.claims.config.apply`), e.g.
+PARTITION=true                 a partition of a physical device
+<config keys>                  what the handler of the device's opaque config kind adds
+                               (`driver.claims.config.kinds`), e.g.
                                GPU_SHARING_STRATEGY=TimeSlicing, NIC_MTU=9000
 =============================  ===========================================================
 """
@@ -52,14 +54,15 @@ from driver.claims.cdi import env_entry, env_token
 ENV_PREFIX = "SIMDRA_DEVICE_"
 ID_LENGTH = 8
 
-# Device attribute -> env key, for attributes a workload commonly needs.
-ATTRIBUTE_KEYS = (
-    ("uuid", "UUID"),
-    ("profile", "PARTITION_PROFILE"),
-    ("parentUUID", "PARENT_UUID"),
-    ("interfaceName", "INTERFACE_NAME"),
-    ("macAddress", "MAC_ADDRESS"),
-)
+# Device attribute -> env key, for backends that do not choose their own
+# (`env_attributes`): what a workload commonly needs of a GPU or NIC.
+DEFAULT_ENV_ATTRIBUTES = {
+    "uuid": "UUID",
+    "profile": "PARTITION_PROFILE",
+    "parentUUID": "PARENT_UUID",
+    "interfaceName": "INTERFACE_NAME",
+    "macAddress": "MAC_ADDRESS",
+}
 
 
 def unit_id(cdi_name: str) -> str:

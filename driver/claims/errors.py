@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from driver.devices.quantity import QuantityError, format_quantity
+from driver.core.quantity import QuantityError, format_quantity
+from driver.core.textlimits import clip
 
 
 class ClaimError(Exception):
@@ -16,8 +17,9 @@ class ClaimNotFound(ClaimError):
 
 
 def claim_label(namespace: str, name: str, uid: str) -> str:
-    """How every message names a claim: `ns/name (uid U)`."""
-    return f"claim {namespace}/{name} (uid {uid})"
+    """How every message names a claim: `ns/name (uid U)`, each value clipped (they come
+    from the kubelet or the API server and may be anything)."""
+    return f"claim {clip(namespace)}/{clip(name)} (uid {clip(uid)})"
 
 
 def quantity_text(amount: Fraction) -> str:

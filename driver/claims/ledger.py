@@ -1,6 +1,6 @@
 """Capacity ledger: which claims hold which devices and shares on this node (pure).
 
-Defence in depth (facts 2.3): the scheduler should never hand out an exclusive device
+Defence in depth (api-facts 2.3): the scheduler should never hand out an exclusive device
 twice, overbook a shared one or overdraw a pool's shared counters, but the node checks
 before it prepares. Three rules:
 
@@ -8,18 +8,23 @@ before it prepares. Three rules:
 * per capacity, the consumedCapacity of all prepared shares of a device stays within the
   device's capacity;
 * per counter, the counters consumed by the devices in use stay within the pool's
-  counter set (facts 4.4: a device consumes its counters once while it is allocated at
+  counter set (api-facts 4.4: a device consumes its counters once while it is allocated at
   all, however many shares it has, as the scheduler counts them). This is what keeps a
   whole partitionable GPU from being prepared while one of its partitions is.
 
-Admin access results are monitoring access (facts 5.2): they consume nothing and block
+Admin access results are monitoring access (api-facts 5.2): they consume nothing and block
 nobody. The ledger holds no state of its own that the checkpoint lacks; after a restart
 it is rebuilt from the checkpoint records, which carry every amount it needs.
+
+A claim whose record cannot be read still holds its devices (fail closed): `reserve`
+holds each device its CDI spec names as if exclusively, with the counters the device
+consumes, until the claim is unprepared (see `driver.claims.reserved`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -28,6 +33,7 @@ from driver.claims.plan import PreparedClaim, PreparedUnit
 
 DeviceKey = tuple[str, str]  # (pool, device)
 CounterKey = tuple[str, str]  # (pool, counter set)
+HOLDERS_SHOWN = 8  # claim UIDs named in a refusal
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class LedgerEntry:
     admin_access: bool
     consumed: Mapping[str, Fraction]
     counters: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # set -> c
+    unreadable: bool = False  # held for a checkpoint record that could not be read
 
     @property
     def counts(self) -> bool:
@@ -48,12 +55,20 @@ class LedgerEntry:
 
 
 class CapacityLedger:
-    """Per device, the prepared units of all claims; checks new claims against them."""
+    """Per device, the prepared units of all claims; checks new claims against them.
+
+    Kept incrementally: per device the running totals a check needs (holders, shared
+    capacity in use) and per pool the counters of the devices in use, so adding,
+    removing and checking a claim cost what its own units cost, however many claims
+    the node holds.
+    """
 
     def __init__(self) -> None:
-        self._by_device: dict[DeviceKey, list[LedgerEntry]] = {}
+        self._by_device: dict[DeviceKey, _DeviceUse] = {}
         self._devices_of_claim: dict[str, set[DeviceKey]] = {}
         self._counter_totals: dict[CounterKey, dict[str, Fraction]] = {}
+        self._pools: dict[str, _PoolUse] = {}
+        self._unreadable: set[str] = set()
 
     @classmethod
     def rebuild(cls, claims: Iterable[PreparedClaim]) -> CapacityLedger:
@@ -67,8 +82,9 @@ class CapacityLedger:
         return claim_uid in self._devices_of_claim
 
     def entries(self, pool: str, device: str) -> tuple[LedgerEntry, ...]:
-        """Every unit prepared on a device, in the order they were added."""
-        return tuple(self._by_device.get((pool, device), ()))
+        """Every unit prepared on a device, claim by claim in the order they were added."""
+        use = self._by_device.get((pool, device))
+        return tuple(e for entries in use.by_claim.values() for e in entries) if use else ()
 
     def devices(self) -> list[DeviceKey]:
         """Every (pool, device) with at least one prepared unit, sorted."""
@@ -76,7 +92,8 @@ class CapacityLedger:
 
     def used(self, pool: str, device: str) -> dict[str, Fraction]:
         """Capacity name -> amount consumed on a device by all counting shares."""
-        return _sum(e.consumed for e in self.entries(pool, device) if e.counts)
+        use = self._by_device.get((pool, device))
+        return dict(use.shared_used) if use else {}
 
     def counter_sets(self) -> list[CounterKey]:
         """Every (pool, counter set) some prepared unit consumes from, sorted."""
@@ -89,38 +106,40 @@ class CapacityLedger:
     def counters_used(self, pool: str, exclude_claim: str | None = None) -> _CounterUse:
         """Per counter set of `pool`: counter -> amount consumed by devices in use, and
         the devices consuming (optionally leaving out one claim's units)."""
-        return _counter_use(
-            {
-                device: [e for e in entries if e.counts and e.claim_uid != exclude_claim]
-                for (p, device), entries in self._by_device.items()
-                if p == pool
-            }
-        )
+        with self._without(exclude_claim):
+            use = self._pools.get(pool, _PoolUse())
+            return _CounterUse(
+                {name: dict(amounts) for name, amounts in use.amounts.items()},
+                {name: use.consumers(name) for name in use.amounts},
+                frozenset(use.devices),
+            )
 
     def check(self, claim: PreparedClaim) -> list[str]:
         """Why `claim` cannot be prepared next to the claims already here (empty: it can).
 
         Entries of `claim` itself are ignored, so re-checking a held claim finds nothing.
         """
+        with self._without(claim.claim.uid):
+            return self._check(claim)
+
+    def _check(self, claim: PreparedClaim) -> list[str]:
         problems: list[str] = []
         by_device: dict[DeviceKey, list[PreparedUnit]] = {}
         for unit in claim.units:
             if not unit.admin_access:
                 by_device.setdefault((unit.pool, unit.device), []).append(unit)
         for (pool, device), units in by_device.items():
-            others = [
-                e for e in self.entries(pool, device) if e.counts and e.claim_uid != claim.claim.uid
-            ]
-            problems.extend(_exclusivity_problems(pool, device, units, others))
-            problems.extend(_capacity_problems(pool, device, units, others))
+            use = self._by_device.get((pool, device)) or _DeviceUse()
+            problems.extend(_exclusivity_problems(pool, device, units, use))
+            problems.extend(_capacity_problems(pool, device, units, use))
         for pool in dict.fromkeys(pool for pool, _ in by_device):
-            problems.extend(self._counter_problems(pool, claim, by_device))
+            problems.extend(self._counter_problems(pool, by_device))
         return problems
 
     def _counter_problems(
-        self, pool: str, claim: PreparedClaim, by_device: Mapping[DeviceKey, list[PreparedUnit]]
+        self, pool: str, by_device: Mapping[DeviceKey, list[PreparedUnit]]
     ) -> list[str]:
-        in_use = self.counters_used(pool, exclude_claim=claim.claim.uid)
+        in_use = self._pools.get(pool, _PoolUse())
         asked: dict[str, dict[str, Fraction]] = {}
         askers: dict[str, list[str]] = {}
         totals: dict[str, Mapping[str, Fraction]] = {}
@@ -139,7 +158,7 @@ class CapacityLedger:
                 in_set = used.get(counter, Fraction(0))
                 if in_set + asked[name][counter] <= limit:
                     continue
-                holders = ", ".join(in_use.consumers.get(name, [])) or "none"
+                holders = ", ".join(in_use.consumers(name)) or "none"
                 problems.append(
                     f"pool {pool} counter set {name} counter {counter}: total "
                     f"{quantity_text(limit)}, used {quantity_text(in_set)} by device(s) "
@@ -152,7 +171,7 @@ class CapacityLedger:
     def add(self, claim: PreparedClaim) -> None:
         """Record `claim`'s units (replacing what was recorded for it before)."""
         self.remove(claim.claim.uid)
-        keys: set[DeviceKey] = set()
+        entries = []
         for unit in claim.units:
             entry = LedgerEntry(
                 claim_uid=claim.claim.uid,
@@ -162,45 +181,191 @@ class CapacityLedger:
                 consumed=dict(unit.consumed_capacity),
                 counters={n: dict(a) for n, a in unit.consumes_counters.items()},
             )
-            self._by_device.setdefault((unit.pool, unit.device), []).append(entry)
-            keys.add((unit.pool, unit.device))
+            entries.append(((unit.pool, unit.device), entry))
             for name, total in unit.counter_totals.items():
                 self._counter_totals[(unit.pool, name)] = dict(total)
-        self._devices_of_claim[claim.claim.uid] = keys
+        self._put(claim.claim.uid, entries)
+
+    def reserve(
+        self,
+        claim_uid: str,
+        devices: Iterable[tuple[str, str, Mapping[str, Mapping[str, Fraction]]]],
+    ) -> None:
+        """Hold each (pool, device, counters it consumes) for a claim whose record is
+        unreadable: nothing else is prepared on those devices or against those counters
+        until `remove(claim_uid)`."""
+        self.remove(claim_uid)
+        entries = [
+            ((pool, device), LedgerEntry(
+                claim_uid=claim_uid, share_id=None, exclusive=True, admin_access=False,
+                consumed={}, counters={n: dict(a) for n, a in counters.items()},
+                unreadable=True,
+            ))
+            for pool, device, counters in devices
+        ]
+        self._put(claim_uid, entries)
+        self._unreadable.add(claim_uid)
+
+    def reserved(self) -> list[tuple[str, str, str]]:
+        """(pool, device, claim UID) of every device held for an unreadable record."""
+        return sorted(
+            (pool, device, uid)
+            for uid in self._unreadable
+            for pool, device in self._devices_of_claim.get(uid, ())
+        )
 
     def remove(self, claim_uid: str) -> None:
         """Forget every unit of a claim; unknown claims are fine."""
-        for key in self._devices_of_claim.pop(claim_uid, set()):
-            kept = [e for e in self._by_device[key] if e.claim_uid != claim_uid]
-            if kept:
-                self._by_device[key] = kept
-            else:
+        self._take(claim_uid)
+        self._unreadable.discard(claim_uid)
+
+    # -- incremental bookkeeping -------------------------------------------------------
+
+    @contextmanager
+    def _without(self, claim_uid: str | None) -> Iterator[None]:
+        """Leave one claim's units out for the duration of the block (a re-check)."""
+        if claim_uid is None or claim_uid not in self._devices_of_claim:
+            yield
+            return
+        taken = self._take(claim_uid)
+        try:
+            yield
+        finally:
+            self._put(claim_uid, taken)
+
+    def _put(self, claim_uid: str, entries: list[tuple[DeviceKey, LedgerEntry]]) -> None:
+        keys = self._devices_of_claim.setdefault(claim_uid, set())
+        for key, entry in entries:
+            use = self._by_device.setdefault(key, _DeviceUse())
+            became_used = use.insert(entry)
+            keys.add(key)
+            if became_used:
+                self._pools.setdefault(key[0], _PoolUse()).start(key[1], entry.counters)
+
+    def _take(self, claim_uid: str) -> list[tuple[DeviceKey, LedgerEntry]]:
+        taken = []
+        for key in sorted(self._devices_of_claim.pop(claim_uid, set())):
+            use = self._by_device[key]
+            entries, became_unused = use.pop(claim_uid)
+            taken.extend((key, e) for e in entries)
+            if became_unused:
+                self._pools[key[0]].stop(key[1])
+            if not use.by_claim:
                 del self._by_device[key]
+        return taken
+
+
+@dataclass
+class _DeviceUse:
+    """The prepared units of one device and the totals a check reads."""
+
+    by_claim: dict[str, list[LedgerEntry]] = field(default_factory=dict)
+    counting: dict[str, int] = field(default_factory=dict)  # claim -> counting entries
+    exclusive: dict[str, int] = field(default_factory=dict)  # claim -> exclusive ones
+    unreadable: set[str] = field(default_factory=set)
+    sharers: int = 0  # counting entries that are shares
+    shared_used: dict[str, Fraction] = field(default_factory=dict)
+
+    def insert(self, entry: LedgerEntry) -> bool:
+        """Add one entry; True when the device just came into use (first counting one)."""
+        self.by_claim.setdefault(entry.claim_uid, []).append(entry)
+        if not entry.counts:
+            return False
+        became_used = not self.counting
+        uid = entry.claim_uid
+        self.counting[uid] = self.counting.get(uid, 0) + 1
+        if entry.exclusive:
+            self.exclusive[uid] = self.exclusive.get(uid, 0) + 1
+        else:
+            self.sharers += 1
+            _add(self.shared_used, entry.consumed)
+        if entry.unreadable:
+            self.unreadable.add(uid)
+        return became_used
+
+    def pop(self, claim_uid: str) -> tuple[list[LedgerEntry], bool]:
+        """Remove a claim's entries; True when the device is no longer in use."""
+        entries = self.by_claim.pop(claim_uid, [])
+        was_used = bool(self.counting)
+        for entry in entries:
+            if not entry.counts:
+                continue
+            if not entry.exclusive:
+                self.sharers -= 1
+                for name, value in entry.consumed.items():
+                    self.shared_used[name] -= value
+        self.counting.pop(claim_uid, None)
+        self.exclusive.pop(claim_uid, None)
+        self.unreadable.discard(claim_uid)
+        if self.sharers == 0:
+            self.shared_used = {}  # exact zeros; no key for a capacity nobody uses
+        return entries, was_used and not self.counting
+
+
+@dataclass
+class _PoolUse:
+    """Counters consumed in one pool: each device in use counts its counters once."""
+
+    devices: dict[str, Mapping[str, Mapping[str, Fraction]]] = field(default_factory=dict)
+    amounts: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    users: dict[str, int] = field(default_factory=dict)  # counter set -> devices using it
+
+    def start(self, device: str, counters: Mapping[str, Mapping[str, Fraction]]) -> None:
+        """`device` came into use, consuming `counters`."""
+        self.devices[device] = counters
+        for name, amounts in counters.items():
+            _add(self.amounts.setdefault(name, {}), amounts)
+            self.users[name] = self.users.get(name, 0) + 1
+
+    def stop(self, device: str) -> None:
+        """`device` is no longer in use."""
+        for name, amounts in self.devices.pop(device, {}).items():
+            self.users[name] -= 1
+            if self.users[name] == 0:
+                del self.users[name], self.amounts[name]
+                continue
+            for counter, value in amounts.items():
+                self.amounts[name][counter] -= value
+
+    def consumers(self, counter_set: str) -> list[str]:
+        """The devices in use that consume from `counter_set`, sorted."""
+        return sorted(d for d, counters in self.devices.items() if counter_set in counters)
 
 
 def _exclusivity_problems(
-    pool: str, device: str, units: list[PreparedUnit], others: list[LedgerEntry]
+    pool: str, device: str, units: list[PreparedUnit], use: _DeviceUse
 ) -> list[str]:
-    if not others:
+    if not use.counting:
         return []
-    holders = ", ".join(sorted({e.claim_uid for e in others}))
+    if use.unreadable:
+        return [
+            f"device {pool}/{device} is reserved by an unreadable checkpoint record of claim "
+            f"{', '.join(sorted(use.unreadable))} until the kubelet unprepares that claim"
+        ]
+    holders = _holders(use)
     if any(u.exclusive for u in units):
         return [f"device {pool}/{device} is exclusive and already prepared for claim {holders}"]
-    if any(e.exclusive for e in others):
+    if use.exclusive:
         # The device was exclusive when the other claim got it (inventory changed since).
         return [f"device {pool}/{device} is already prepared exclusively for claim {holders}"]
     return []
 
 
+def _holders(use: _DeviceUse) -> str:
+    # A long list helps nobody and would make the error grow with the node.
+    uids = sorted(use.counting)
+    shown = ", ".join(uids[:HOLDERS_SHOWN])
+    return shown if len(uids) <= HOLDERS_SHOWN else f"{shown} and {len(uids) - HOLDERS_SHOWN} more"
+
+
 def _capacity_problems(
-    pool: str, device: str, units: list[PreparedUnit], others: list[LedgerEntry]
+    pool: str, device: str, units: list[PreparedUnit], use: _DeviceUse
 ) -> list[str]:
     shared = [u for u in units if not u.exclusive]
     if not shared:
         return []
     total = shared[0].device_capacity
-    sharers = [e for e in others if not e.exclusive]
-    used = _sum(e.consumed for e in sharers)
+    used = use.shared_used
     asked = _sum(u.consumed_capacity for u in shared)
     problems = []
     for name in sorted(asked):
@@ -210,7 +375,7 @@ def _capacity_problems(
             shares = ", ".join(str(u.share_id) for u in shared)
             problems.append(
                 f"device {pool}/{device} capacity {name}: total {quantity_text(limit)}, "
-                f"used {quantity_text(in_use)} by {len(sharers)} other share(s), "
+                f"used {quantity_text(in_use)} by {use.sharers} other share(s), "
                 f"asked {quantity_text(asked[name])} (share {shares}): "
                 f"{quantity_text(in_use + asked[name] - limit)} over capacity"
             )
@@ -224,20 +389,6 @@ class _CounterUse:
     amounts: dict[str, dict[str, Fraction]]  # counter set -> counter -> amount
     consumers: dict[str, list[str]]  # counter set -> devices consuming from it
     devices: frozenset[str]  # every device in use, with or without counters
-
-
-def _counter_use(entries_by_device: Mapping[str, list[LedgerEntry]]) -> _CounterUse:
-    amounts: dict[str, dict[str, Fraction]] = {}
-    consumers: dict[str, list[str]] = {}
-    in_use = set()
-    for device, entries in sorted(entries_by_device.items()):
-        if not entries:
-            continue
-        in_use.add(device)
-        for name, counters in entries[0].counters.items():
-            _add(amounts.setdefault(name, {}), counters)
-            consumers.setdefault(name, []).append(device)
-    return _CounterUse(amounts, consumers, frozenset(in_use))
 
 
 def _add(into: dict[str, Fraction], amounts: Mapping[str, Fraction]) -> None:

@@ -23,20 +23,15 @@ from driver.claims.cdi import (
     render_spec,
     spec_file_name,
 )
-from driver.claims.config.apply import (
-    ConfigEntry,
-    ConfigTarget,
-    config_env,
-    decode_entries,
-    resolve_all,
-)
-from driver.claims.config.decode import ConfigError
-from driver.claims.config.types import DeviceConfig
-from driver.claims.env import ATTRIBUTE_KEYS, capacity_key, render_env, unit_id
+from driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, resolve_all
+from driver.claims.config.handler import ConfigError, ConfigTarget
+from driver.claims.env import capacity_key, render_env, unit_id
 from driver.claims.errors import ClaimError, quantity_text
+from driver.claims.names import check_allocation
+from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
+from driver.core.quantity import QuantityError, ceil_int, parse_quantity
 from driver.devices.model import Device, Inventory, Pool
-from driver.devices.quantity import QuantityError, ceil_int, parse_quantity
 
 UnitKey = tuple[str, str, str | None]  # (pool, device, shareID)
 Amounts = Mapping[str, Fraction]
@@ -122,17 +117,23 @@ class PreparedClaim:
 
 
 def plan_prepare(
-    allocation: ClaimAllocation, inventory: Inventory, driver_name: str
+    allocation: ClaimAllocation,
+    inventory: Inventory,
+    driver_name: str,
+    rules: ClaimRules = DEFAULT_RULES,
 ) -> PreparedClaim:
-    """Compute what preparing `allocation` means on a node with `inventory`.
+    """Compute what preparing `allocation` means on a node with `inventory`, with the
+    config kinds and env attributes of its device kinds (`rules`).
 
     Raises ClaimError (naming claim, request, pool and device, or the config field) when
-    the allocation does not fit the inventory or its opaque config is invalid.
+    a name breaks the API server's rules, the allocation does not fit the inventory or
+    its opaque config is invalid.
     """
     where = allocation.label
+    check_allocation(allocation)  # names reach file names, CDI names and env values
     if not allocation.results:
         raise ClaimError(f"{where}: no devices are allocated by driver {driver_name}")
-    entries = _decode_config(allocation, where)
+    entries = _decode_config(allocation, rules, where)
     groups = _group_results(allocation.results)
     _check_shares_allocated_once(groups, where)
     ambiguous = _ambiguous_device_names(groups)
@@ -143,7 +144,7 @@ def plan_prepare(
     ]
     configs = _resolve_config(entries, [unit for unit, _ in drafts], where)
     planned = [
-        _finish(allocation, unit, device, config)
+        _finish(allocation, unit, device, config, rules)
         for (unit, device), config in zip(drafts, configs, strict=True)
     ]
     _check_unique_ids(planned, where)
@@ -164,16 +165,18 @@ def _kind(driver_name: str, where: str) -> str:
         raise ClaimError(f"{where}: {exc}") from None
 
 
-def _decode_config(allocation: ClaimAllocation, where: str) -> list[ConfigEntry]:
+def _decode_config(
+    allocation: ClaimAllocation, rules: ClaimRules, where: str
+) -> list[ConfigEntry]:
     try:
-        return decode_entries(allocation.config)
+        return decode_entries(allocation.config, rules.config_handlers)
     except ConfigError as exc:
         raise ClaimError(f"{where}: invalid opaque config: {exc}") from None
 
 
 def _resolve_config(
     entries: list[ConfigEntry], units: list[PreparedUnit], where: str
-) -> list[DeviceConfig | None]:
+) -> list[Resolved | None]:
     targets = [ConfigTarget(u.requests, u.device_type, u.label, u.granted) for u in units]
     try:
         return resolve_all(entries, targets)
@@ -256,13 +259,18 @@ def _draft(
 
 
 def _finish(
-    allocation: ClaimAllocation, unit: PreparedUnit, device: Device, config: DeviceConfig | None
+    allocation: ClaimAllocation,
+    unit: PreparedUnit,
+    device: Device,
+    config: Resolved | None,
+    rules: ClaimRules,
 ) -> tuple[PreparedUnit, dict[str, Any]]:
     """The unit with its config and env, and its CDI container edits."""
     where = f"{allocation.label}: request {unit.requests[0]}: pool {unit.pool} device {unit.device}"
     unit = replace(unit, config=config.to_json() if config is not None else {})
     try:
-        unit = replace(unit, env=render_env(unit.cdi_name, _env_values(allocation, unit, config)))
+        values = _env_values(allocation, unit, config, rules)
+        unit = replace(unit, env=render_env(unit.cdi_name, values))
         edits = merge_edits([device.container_edits, {"env": list(unit.env)}])
     except (CdiError, QuantityError) as exc:
         raise ClaimError(f"{where}: container edits: {exc}") from None
@@ -330,6 +338,21 @@ def _counters(
         raise ClaimError(f"{where}: malformed counters in the inventory: {exc!r}") from None
 
 
+def device_counters(inventory: Inventory, pool_name: str, device_name: str) -> dict[
+    str, dict[str, Fraction]
+]:
+    """What a device of the inventory consumes of its pool's counter sets ({} when the
+    device is not there or its counters are malformed)."""
+    pool = inventory.pool(pool_name)
+    device = pool.device(device_name) if pool is not None else None
+    if pool is None or device is None:
+        return {}
+    try:
+        return _counters(pool, device, f"pool {pool_name} device {device_name}")[0]
+    except ClaimError:
+        return {}
+
+
 def _amounts(counters: Mapping[str, Any]) -> dict[str, Fraction]:
     return {str(name): parse_quantity(c["value"]) for name, c in counters.items()}
 
@@ -348,14 +371,14 @@ def _cdi_name(claim_uid: str, result: AllocatedDevice, *, qualify_pool: bool) ->
 
 
 def _env_values(
-    allocation: ClaimAllocation, unit: PreparedUnit, config: DeviceConfig | None
+    allocation: ClaimAllocation, unit: PreparedUnit, config: Resolved | None, rules: ClaimRules
 ) -> list[tuple[str, str]]:
     """(key, value) pairs of the scheme documented in `driver.claims.env`."""
     values = [("NAME", unit.device), ("POOL", unit.pool), ("TYPE", unit.device_type)]
-    for attribute, key in ATTRIBUTE_KEYS:
+    for attribute, key in rules.env_attributes.items():
         value = unit.attribute(attribute)
         if value is not None and not isinstance(value, list):
-            values.append((key, str(value)))
+            values.append((key, _env_text(value)))
     values += [
         ("CDI_DEVICE", unit.cdi_id),
         ("CLAIM", f"{allocation.namespace}/{allocation.name}"),
@@ -372,7 +395,12 @@ def _env_values(
             values.append((f"{capacity_key(name)}_VALUE", str(ceil_int(amount))))
     if unit.attribute("partition") is True:
         values.append(("PARTITION", "true"))
-    return values + config_env(config)
+    return values + (config.env() if config is not None else [])
+
+
+def _env_text(value: Any) -> str:
+    # Attribute values as a shell would compare them: true/false, not Python's True.
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _check_unique_ids(planned: list[tuple[PreparedUnit, dict[str, Any]]], where: str) -> None:

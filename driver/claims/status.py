@@ -1,4 +1,4 @@
-"""Claim status: our entries in a ResourceClaim's `status.devices` (facts 5.3).
+"""Claim status: our entries in a ResourceClaim's `status.devices` (api-facts 5.3).
 
 After a claim is prepared, every prepared unit (device, or share of a device) gets one
 entry keyed by (driver, pool, device, shareID) with
@@ -44,6 +44,7 @@ from kubernetes.client.exceptions import ApiException
 from driver.claims.errors import claim_label, quantity_text
 from driver.claims.plan import PreparedClaim, PreparedUnit
 from driver.claims.types import ClaimRef
+from driver.kube import api_exception_text
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +259,7 @@ class ClaimStatusWriter:
             if exc.status == 404:
                 return None
             raise StatusWriteError(
-                f"{_label(ref)}: read claim: {exc.status} {exc.reason}: {_message(exc)}"
+                f"{_label(ref)}: read claim: {api_exception_text(exc)}"
             ) from None
         claim = json.loads(response.data)
         if (claim.get("metadata") or {}).get("uid") != ref.uid:
@@ -287,18 +288,12 @@ class ClaimStatusWriter:
                 return False
             if exc.status == 404:
                 return True  # gone meanwhile: nothing left to write
-            detail = _message(exc)
             raise StatusWriteError(
-                f"{_label(ref)}: patch status.devices: {exc.status} {exc.reason}: {detail}"
+                f"{_label(ref)}: patch status.devices: {api_exception_text(exc)}"
             ) from None
         return True
 
 
-def _message(exc: ApiException) -> str:
-    try:
-        return str(json.loads(exc.body or "{}").get("message", ""))
-    except (ValueError, AttributeError):
-        return str(exc.body or "")
 
 
 def _label(ref: ClaimRef) -> str:

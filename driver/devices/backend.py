@@ -1,21 +1,56 @@
-"""The one interface a device backend implements, and the backends simdra ships.
+"""The one interface a device backend implements, what it is given, and the fake backend.
 
-A driver author adds a device kind by writing one class with `discover()`; the rest of
-the plugin (publishing, preparing, health) works from the Inventory it returns.
+A driver author adds a device kind by writing one class with `discover()` (plus a line
+in `driver.devices.registry`); the rest of the plugin (publishing, preparing, health)
+works from the Inventory it returns. Optional class attributes let a kind shape the
+claim side too, without edits elsewhere:
+
+- `device_types`: the `type` attribute values it publishes (each needs a DeviceClass
+  in deploy/base; the tests check that);
+- `config_handlers`: the opaque config kinds its devices take
+  (`driver.claims.config.handler.ConfigHandler`; default: GpuConfig and NicConfig);
+- `env_attributes`: attribute name -> env key, the attributes that reach the
+  container environment as `SIMDRA_DEVICE_<ID>_<KEY>` (default:
+  `driver.claims.env.DEFAULT_ENV_ATTRIBUTES`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from driver.config import Config
 
 from driver.devices.inventory_file import load_inventory_file
 from driver.devices.model import Inventory
-from driver.devices.profiles import PROFILES, profile_inventory
+from driver.devices.profiles import looks_like_path, profile_inventory
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What a backend is given at start: the `simdra run` settings about devices, not
+    the whole plugin configuration."""
+
+    node_name: str  # also the usual pool name
+    driver_name: str
+    device_profile: str = "gpu"  # --device-profile: a profile list or an inventory path
+    num_devices: int = 8  # --num-devices
+    sysfs_root: Path = Path("/sys")  # --sysfs-root
+    dev_root: Path = Path("/dev")  # --dev-root
+
+    @classmethod
+    def from_config(cls, config: Config) -> BackendContext:
+        """The context of a plugin configuration."""
+        return cls(node_name=config.node_name, driver_name=config.driver_name,
+                   device_profile=config.device_profile, num_devices=config.num_devices,
+                   sysfs_root=Path(config.sysfs_root), dev_root=Path(config.dev_root))
 
 
 class DeviceBackend(Protocol):
-    """Finds the devices of this node."""
+    """Finds the devices of this node. Constructed once as `Backend(context)` with a
+    BackendContext (built-in backends with other constructors offer `from_context`)."""
 
     def discover(self) -> Inventory:
         """The node's current inventory. Called at start and again on every rescan, so it
@@ -26,17 +61,24 @@ class DeviceBackend(Protocol):
 class FakeBackend:
     """Simulated devices: built-in profiles (`gpu`, `nic`, `gpu,nic`) or an inventory file."""
 
+    device_types = ("gpu", "nic")
+
     def __init__(self, profile: str, driver_name: str, node_name: str, num_devices: int) -> None:
         self._profile = profile
         self._driver_name = driver_name
         self._node_name = node_name
         self._num_devices = num_devices
 
+    @classmethod
+    def from_context(cls, context: BackendContext) -> FakeBackend:
+        """The fake backend `--device-backend fake` makes."""
+        return cls(context.device_profile, context.driver_name, context.node_name,
+                   context.num_devices)
+
     @property
     def inventory_path(self) -> Path | None:
         """The inventory file this backend reads, when the profile is a path."""
-        names = {p.strip() for p in self._profile.split(",")}
-        return None if names <= set(PROFILES) else Path(self._profile)
+        return Path(self._profile) if looks_like_path(self._profile) else None
 
     def discover(self) -> Inventory:
         """The simulated inventory; an inventory file is re-read on every call."""

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from driver.core.validation import pool_name_errors, validate_device
 from driver.devices.model import Device, Inventory, Pool
-from driver.slices.validation import pool_name_errors, validate_device
 
 
 class InventoryFileError(ValueError):

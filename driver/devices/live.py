@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from driver.core.health import DeviceHealth, HealthStatus
 from driver.devices.backend import DeviceBackend
 from driver.devices.faults import FaultFile, FaultState, apply_removals, health_of
 from driver.devices.model import Device, Inventory, Pool
-from driver.kubelet.health import DeviceHealth, HealthStatus
 
 log = logging.getLogger(__name__)
 

@@ -4,17 +4,21 @@ The contract a custom backend fulfils (see `docs/driver-authors.md` for a walk-t
 
 - It is a class importable as `package.module:ClassName` from the plugin's Python path
   (install it into the plugin's environment, or put its directory on PYTHONPATH).
-- The plugin constructs it once, at start, as `ClassName(config)` with the plugin's
-  `driver.config.Config`: `node_name`, `driver_name`, `sysfs_root`, `device_profile`,
-  `num_devices` and the rest of the `simdra run` flags. An exception there stops the
-  plugin with exit code 1 and the error on one log line.
+- The plugin constructs it once, at start, as `ClassName(context)` with a
+  `driver.devices.backend.BackendContext`: `node_name`, `driver_name`,
+  `device_profile`, `num_devices`, `sysfs_root`, `dev_root` (a class may instead offer
+  `from_context(context)`). An exception there stops the plugin with exit code 1 and
+  the error on one log line.
 - It implements `DeviceBackend`: `discover() -> Inventory`. The plugin calls it at start
   (an exception stops the plugin) and again every `--rescan-interval` seconds (an
   exception keeps the last good inventory published). It must give the same hardware
   the same device names on every call and in every process, because claims, checkpoint
   records and CDI specs refer to devices by name.
+- Optional class attributes `device_types`, `config_handlers` and `env_attributes`
+  (see `driver.devices.backend`) shape the claim side for its devices.
 - Everything else (publishing ResourceSlices, prepare/unprepare, CDI specs, checkpoint,
-  health stream, metrics) is the plugin's: a backend only says what the node has.
+  health stream, metrics) is the plugin's.
+- A line in `driver.devices.registry` gives it a short name (`--device-backend fpga`).
 
 The spec is checked when the flags are parsed, so a typo fails at once with exit code 2
 and one line naming `--device-backend`, rather than after the plugin has connected.
@@ -32,11 +36,6 @@ _SPEC = re.compile(r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<name>[A-Za
 
 class BackendSpecError(ValueError):
     """`--device-backend` names no usable backend class; the message says why."""
-
-
-def is_backend_spec(value: str) -> bool:
-    """True when `value` is meant as `module:Class` rather than a built-in backend name."""
-    return ":" in value
 
 
 def load_backend_class(spec: str) -> type:

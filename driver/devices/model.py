@@ -15,7 +15,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 
 JSON = dict[str, Any]
 

@@ -8,7 +8,7 @@ Profiles, comma-combinable into one pool named after the node:
   of the GPU; default = min 10, step 10) many claims share;
 * `gpu-partitioned`: MIG-like GPUs. Each physical GPU has a counter set
   `gpu-<i>-counters` (`memory` 80Gi, `slices` 7) published in the pool's counter slice
-  (facts 4.2: never in a slice with devices). The whole GPU `gpu-<i>` consumes all of it;
+  (api-facts 4.2: never in a slice with devices). The whole GPU `gpu-<i>` consumes all of it;
   its partitions `gpu-<i>-1g-<k>` (7 x 1g.10gb), `gpu-<i>-2g-<k>` (3 x 2g.20gb) and
   `gpu-<i>-3g-<k>` (2 x 3g.40gb) consume parts, so the scheduler can hand out e.g. a 3g and
   two 2g partitions of one GPU, but never the whole GPU next to any partition of it;
@@ -36,7 +36,7 @@ GPU_DRIVER_VERSION = "1.0.0"
 NIC_BANDWIDTH = "10G"
 
 # Shared GPUs: what one share consumes when its request names no amount, and the grid
-# requests are rounded up to (facts 4.5, 4.8: default >= min, aligned to step).
+# requests are rounded up to (api-facts 4.5, 4.8: default >= min, aligned to step).
 GPU_COMPUTE = "100"
 GPU_MEMORY_POLICY: JSON = {"default": "8Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
 GPU_COMPUTE_POLICY: JSON = {"default": "10", "validRange": {"min": "10", "step": "10"}}
@@ -213,8 +213,7 @@ def _single(make: Callable[[str, str, int], Device]) -> ProfileBuilder:
     return lambda driver, node, index: ProfileDevices((make(driver, node, index),))
 
 
-# Profile name -> what one device index of it adds. The keys are also how the fake
-# backend tells a profile list from an inventory file path.
+# Profile name -> what one device index of it adds.
 PROFILES: dict[str, ProfileBuilder] = {
     "gpu": _single(gpu_device),
     "gpu-shared": _single(shared_gpu_device),
@@ -222,6 +221,17 @@ PROFILES: dict[str, ProfileBuilder] = {
     "nic": _single(nic_device),
 }
 GPU_PROFILES = ("gpu", "gpu-shared", "gpu-partitioned")
+
+
+INVENTORY_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def looks_like_path(profile: str) -> bool:
+    """True when a `--device-profile` value names an inventory file rather than profiles:
+    it has a `/` or ends in .yaml, .yml or .json. Anything else is read as profile names,
+    so a typo (`tpu`) is an unknown profile, not a file that cannot be read."""
+    value = profile.strip()
+    return "/" in value or value.endswith(INVENTORY_SUFFIXES)
 
 
 def parse_profiles(profiles: str) -> list[str]:

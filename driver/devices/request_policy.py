@@ -6,7 +6,7 @@ A device with `allowMultipleAllocations: true` lists capacities such as
 actually consumed (rounded up to what the policy allows) and refuses the device when the
 policy cannot be met; the sum over all shares must stay within `value`.
 
-Everything here is pure and exact (Fractions from `driver.devices.quantity`). The rules
+Everything here is pure and exact (Fractions from `driver.core.quantity`). The rules
 follow the resource.k8s.io/v1 API comments and the structured allocator:
 
 * no request: the policy's `default`, or the full `value` when there is no default
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from driver.devices.quantity import format_quantity, parse_quantity
+from driver.core.quantity import format_quantity, parse_quantity
 
 QuantityLike = str | int | Fraction
 

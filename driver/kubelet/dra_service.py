@@ -1,7 +1,7 @@
 """DRAPlugin servicers (v1 and v1beta1): NodePrepareResources / NodeUnprepareResources.
 
 Both versions call the same ClaimPreparer through the same serializer. Whatever the
-preparer does, the kubelet gets exactly one map entry per requested claim (facts 2.3):
+preparer does, the kubelet gets exactly one map entry per requested claim (api-facts 2.3):
 a preparer exception for the whole batch becomes a per-claim error, and the process
 keeps serving.
 """

@@ -1,23 +1,26 @@
 """DRAResourceHealth servicers (v1alpha1 and v1): device health streamed to the kubelet.
 
 The kubelet opens NodeWatchResources and expects every message to list all devices of
-the driver (facts 3.2, 3.3). Where the health comes from is a `HealthSource`; `HealthBoard`
-is a simple one that callers feed with `update()`.
+the driver (api-facts 3.2, 3.3). Where the health comes from is a `HealthSource`; `HealthBoard`
+is a simple one that callers feed with `update()`. The states themselves
+(`DeviceHealth`, `HealthStatus`) are defined in `driver.core.health`.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
 import grpc
 
+# The health states live on the ground floor (the device lane reports them without
+# importing gRPC); re-exported here for callers that import them from this module.
+from driver.core.health import DeviceHealth as DeviceHealth
+from driver.core.health import HealthStatus as HealthStatus
 from driver.kubelet.gen import (
     dra_health_v1_pb2,
     dra_health_v1_pb2_grpc,
@@ -29,26 +32,6 @@ log = logging.getLogger(__name__)
 
 # The kubelet truncates longer messages the same way.
 MAX_MESSAGE_CHARS = 1024
-
-
-class HealthStatus(enum.IntEnum):
-    """Device health; values equal the proto enum numbers."""
-
-    UNKNOWN = 0
-    HEALTHY = 1
-    UNHEALTHY = 2
-
-
-@dataclass(frozen=True)
-class DeviceHealth:
-    """The health of one device of the driver."""
-
-    pool_name: str
-    device_name: str
-    health: HealthStatus
-    last_updated: int = 0  # Unix seconds; 0 means "now" when sent
-    timeout_seconds: int = 0  # 0: the kubelet's default (30 s)
-    message: str = ""
 
 
 class HealthSource(Protocol):

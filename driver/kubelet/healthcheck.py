@@ -8,6 +8,12 @@ own services (a real DRA call would wait behind a prepare in progress, and a slo
 prepare must not get the pod restarted). A missing socket fails at once; a server that
 accepts but never answers fails after the probe timeout.
 
+Readiness is a separate service name, `readiness` (READINESS_SERVICE), behind the
+DaemonSet's readinessProbe: SERVING when the plugin is alive and its own readiness check
+(registered with the kubelet, slices published) passes. Liveness never consults it, so
+an API server outage or a kubelet that has not registered the plugin yet never gets the
+pod restarted; it only keeps a rolling update from stopping the old pod.
+
 Probes run when a check arrives, at most once per `cache_seconds` however many checks
 come in at once; nothing runs in the background. Watch streams get the current status
 when they open and every change a later check finds (the kubelet's probe uses Check).
@@ -36,7 +42,11 @@ _PROBE_METHOD = "/simdra.healthcheck.v1.Probe/NoSuchMethod"
 # Answers that mean no server answered at all.
 _DEAD = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
+# The service name the DaemonSet's readinessProbe asks for (`grpc: {service: readiness}`).
+READINESS_SERVICE = "readiness"
+
 Probe = Callable[[str, float], bool]
+Readiness = Callable[[], bool]
 
 
 class HealthcheckError(RuntimeError):
@@ -106,14 +116,16 @@ class HealthcheckServer:
     def __init__(self, port: int, probes: Sequence[str], addr: str = "0.0.0.0", *,
                  service_names: Sequence[str] = ("", "simdra"),
                  probe_timeout: float = 1.0, cache_seconds: float = 1.0,
-                 probe: Probe = probe_unix_socket) -> None:
+                 probe: Probe = probe_unix_socket, readiness: Readiness | None = None) -> None:
         """Start serving; see `start_healthcheck_server`."""
         self._names = tuple(service_names)
         self._checker = SocketChecker(probes, probe, probe_timeout, cache_seconds)
+        self._readiness = readiness
         self._status_lock = threading.Lock()
         self._serving: bool | None = None
+        self._ready: bool | None = None
         self._servicer = _ProbingHealthServicer(self.refresh)
-        for name in self._names:
+        for name in self._all_names():
             self._servicer.set(name, NOT_SERVING)
         # Watch does not hold a worker (non-blocking servicer); Checks are short.
         self._executor = ThreadPoolExecutor(4, thread_name_prefix="simdra-healthcheck")
@@ -132,11 +144,18 @@ class HealthcheckServer:
             raise HealthcheckError(f"health server cannot listen on {host}:{port}")
         self._server.start()
         log.info("gRPC health service on %s:%d (services %s), probing %s", host, self.port,
-                 ", ".join(repr(n) for n in self._names), ", ".join(probes))
+                 ", ".join(repr(n) for n in self._all_names()), ", ".join(probes))
+
+    def _all_names(self) -> tuple[str, ...]:
+        return self._names + ((READINESS_SERVICE,) if self._readiness is not None else ())
 
     def refresh(self) -> bool:
-        """Probe now (or use the cached verdict) and publish the status; True if serving."""
+        """Probe now (or use the cached verdict) and publish the status; True if serving.
+
+        Readiness (when configured) is alive and ready; liveness is alive alone.
+        """
         serving = self._checker.alive()
+        ready = serving and self._readiness is not None and self._readiness()
         with self._status_lock:
             if serving != self._serving:
                 if self._serving is not None:
@@ -144,6 +163,10 @@ class HealthcheckServer:
                 self._serving = serving
                 for name in self._names:
                     self._servicer.set(name, SERVING if serving else NOT_SERVING)
+            if self._readiness is not None and ready != self._ready:
+                log.info("readiness: %s", "ready" if ready else "not ready")
+                self._ready = ready
+                self._servicer.set(READINESS_SERVICE, SERVING if ready else NOT_SERVING)
         return serving
 
     def stop(self) -> None:
@@ -176,14 +199,17 @@ def start_healthcheck_server(
     probe_timeout: float = 1.0,
     cache_seconds: float = 1.0,
     probe: Probe = probe_unix_socket,
+    readiness: Readiness | None = None,
 ) -> HealthcheckServer:
     """Serve `grpc.health.v1.Health` on TCP `addr:port` (port 0: any free port, see `.port`).
 
     Every name in `service_names` ("" is the overall status the kubelet's probe asks
     for) is SERVING while a gRPC server answers on each unix socket in `probes`, and
-    NOT_SERVING otherwise; other names get NOT_FOUND. The wildcard address also covers
-    IPv6. Raises HealthcheckError when the port cannot be bound.
+    NOT_SERVING otherwise. With `readiness`, the name `readiness` is SERVING while that
+    holds too and `readiness()` returns True (asked on each check; keep it cheap). Other
+    names get NOT_FOUND. The wildcard address also covers IPv6. Raises HealthcheckError
+    when the port cannot be bound.
     """
     return HealthcheckServer(port, probes, addr, service_names=service_names,
                              probe_timeout=probe_timeout, cache_seconds=cache_seconds,
-                             probe=probe)
+                             probe=probe, readiness=readiness)

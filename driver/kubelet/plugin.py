@@ -2,7 +2,7 @@
 
 `start_kubelet_plugin` serves the DRA services (and health, when given a source) on the
 DRA socket first, and only then creates the registration socket: the kubelet may call
-the DRA socket as soon as it sees the registration socket (facts 8).
+the DRA socket as soon as it sees the registration socket (api-facts 8).
 """
 
 from __future__ import annotations

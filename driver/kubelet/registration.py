@@ -1,4 +1,4 @@
-"""The plugin side of kubelet plugin registration (facts 1.1-1.3).
+"""The plugin side of kubelet plugin registration (api-facts 1.1-1.3).
 
 The kubelet finds the registration socket, calls GetInfo to learn the driver name, the
 DRA socket and the offered services, and then reports with NotifyRegistrationStatus

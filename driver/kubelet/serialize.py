@@ -1,4 +1,4 @@
-"""Serialization of prepare/unprepare calls, as the Go helper does by default (facts 1.4).
+"""Serialization of prepare/unprepare calls, as the Go helper does by default (api-facts 1.4).
 
 Within one process a lock is enough. During a rolling update two plugin instances serve
 the same node, so a lock file in the shared data directory also serializes across them.

@@ -1,10 +1,13 @@
 """A gRPC server on one unix socket that it owns.
 
-Lifecycle rules (facts 1.4 and 8):
+Lifecycle rules (api-facts 1.4 and 8):
 
-- the parent directory is created when missing;
+- the parent directory is created when missing (mode 0750);
 - a stale socket left at the path by a dead process is removed; anything else at the
   path (a regular file, a directory) is refused, never deleted;
+- temporary sockets (below) that a server killed between bind and rename left in the
+  directory are removed when nothing listens on them;
+- the socket's mode is 0660, whatever the umask;
 - the socket is bound under a hidden temporary name and renamed into place once the
   server is serving, so the path only ever shows a socket that answers (the kubelet
   ignores names starting with ".");
@@ -21,16 +24,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import secrets
+import socket
 import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
+from driver.atomicfile import make_directory
 from driver.kubelet.sockets import GRPC_UNIX_PATH_MAX, path_bytes
 
 log = logging.getLogger(__name__)
+
+# Sockets: the kubelet (root) connects; nobody else needs to. Connecting to a unix
+# socket takes write permission on it, so this keeps other users out, whatever the umask.
+SOCKET_MODE = 0o660
+SOCKET_DIR_MODE = 0o750  # for socket directories this server has to create
+_TEMP_PREFIX = ".simdra-"
+_TEMP_SOCKET = re.compile(r"^\.simdra-[0-9a-f]{8}\.sock$")
 
 
 class SocketPathError(RuntimeError):
@@ -67,8 +80,46 @@ def remove_stale_socket(path: str) -> None:
 
 def _temporary_bind_path(path: str) -> str | None:
     """A hidden sibling name to bind first, or None when it would not fit the limit."""
-    candidate = os.path.join(os.path.dirname(path), f".{secrets.token_hex(4)}.sock")
+    candidate = os.path.join(os.path.dirname(path), f"{_TEMP_PREFIX}{secrets.token_hex(4)}.sock")
     return candidate if path_bytes(candidate) <= GRPC_UNIX_PATH_MAX else None
+
+
+def remove_stale_temp_sockets(directory: str) -> list[str]:
+    """Remove temporary sockets (`.simdra-<8 hex>.sock`) that a server killed between
+    bind and rename left in `directory`; returns the removed paths.
+
+    Only that name pattern is touched, only sockets, and only when nothing listens on
+    them: a server binds and listens in one step, so another instance's temporary socket
+    that is about to be renamed answers a connect and is kept.
+    """
+    removed = []
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        path = os.path.join(directory, name)
+        if _TEMP_SOCKET.match(name) and _identity(path) is not None and not _listening(path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+                log.info("removed stale temporary socket %s", path)
+    return removed
+
+
+def _listening(path: str) -> bool:
+    """True when a process accepts connections on the unix socket at path."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError:
+        return True  # e.g. a full backlog or a timeout: someone is there, keep it
+    finally:
+        probe.close()
+    return True
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -108,7 +159,9 @@ class UnixSocketServer:
             raise
 
     def _start(self) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        directory = os.path.dirname(self.path)
+        make_directory(directory, SOCKET_DIR_MODE)
+        remove_stale_temp_sockets(directory)
         remove_stale_socket(self.path)
         self._bind_path = _temporary_bind_path(self.path) or self.path
         try:
@@ -117,6 +170,8 @@ class UnixSocketServer:
             raise SocketPathError(f"cannot bind {self._name} socket {self.path}: {err}") from err
         if not bound:
             raise SocketPathError(f"cannot bind {self._name} socket {self.path}")
+        # Before the rename, so the socket never shows at its path with looser modes.
+        os.chmod(self._bind_path, SOCKET_MODE)
         self._server.start()
         if self._bind_path != self.path:
             os.rename(self._bind_path, self.path)

@@ -1,4 +1,4 @@
-"""Names the kubelet uses for plugin kinds and DRA gRPC services (facts 1.2, 1.5, 3.1)."""
+"""Names the kubelet uses for plugin kinds and DRA gRPC services (api-facts 1.2, 1.5, 3.1)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Structured logs: one line per record, as text or JSON, carrying context fields.
 
-`log_context(claim="ns/name", claim_uid=..., pool=..., device=...)` adds its fields to
-every record emitted inside it, in the same thread or task (contextvars: other threads
-never see them; nested contexts add to and override the outer ones). Fields passed as
-`extra={...}` to a single log call are added the same way.
+Context fields come from `driver.core.logcontext.log_context(claim=..., pool=...)`
+blocks around the caller (re-exported here); fields passed as `extra={...}` to a single
+log call are added the same way.
 
 Text:  `2026-01-02T03:04:05.678Z INFO driver.claims.preparer: prepared ... claim=ns/a`
+       (control characters escaped, traceback lines indented: a record is one line)
 JSON:  `{"ts": "2026-01-02T03:04:05.678Z", "level": "INFO", "logger": "...", "msg": "...",
         "claim": "ns/a", ...}` (plus "exc" with the traceback when there is one).
 
@@ -18,44 +18,25 @@ Verbosity follows klog's `-v` loosely:
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from types import MappingProxyType
 from typing import Any, TextIO
+
+from driver.core.logcontext import current_context, log_context
+from driver.core.textlimits import escape_controls
+
+__all__ = ["configure_logging", "current_context", "log_context"]
 
 LOG_FORMATS = ("text", "json")
 OWN_LOGGER = "driver"  # the package every simdra logger lives under
 LIBRARY_DEBUG_VERBOSITY = 4
 
-_context: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
-    "simdra_log_context", default=MappingProxyType({})
-)
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 _CONTEXT_ATTR = "simdra_context"
 _RESERVED = ("ts", "level", "logger", "msg", "exc")
-
-
-@contextmanager
-def log_context(**fields: object) -> Iterator[None]:
-    """Add `fields` to every log record emitted inside the block (None values are left
-    out, so callers can pass what they know without checking)."""
-    added = {name: str(value) for name, value in fields.items() if value is not None}
-    token = _context.set({**_context.get(), **added})
-    try:
-        yield
-    finally:
-        _context.reset(token)
-
-
-def current_context() -> dict[str, str]:
-    """The fields `log_context` blocks around the caller have set."""
-    return dict(_context.get())
 
 
 class ContextFilter(logging.Filter):
@@ -72,7 +53,7 @@ class ContextFilter(logging.Filter):
                 for k, v in vars(record).items()
                 if k not in _STANDARD_ATTRS and not k.startswith("_")
             }
-            setattr(record, _CONTEXT_ATTR, {**_context.get(), **extra})
+            setattr(record, _CONTEXT_ATTR, {**current_context(), **extra})
         return True
 
 
@@ -87,22 +68,33 @@ def _timestamp(record: logging.LogRecord) -> str:
 
 
 def _text_value(value: str) -> str:
-    """Quote values that would make `key=value` ambiguous to read or to split."""
+    """Quote values that would make `key=value` ambiguous to read or to split; control
+    characters are escaped either way (`json.dumps` escapes them inside quotes)."""
     if not value or any(c.isspace() or c in '"=' for c in value):
-        return json.dumps(value)
-    return value
+        return json.dumps(value, ensure_ascii=False)
+    return escape_controls(value)
 
 
 class TextFormatter(logging.Formatter):
-    """`<ts> <LEVEL> <logger>: <message> key=value ...`, traceback on following lines."""
+    """`<ts> <LEVEL> <logger>: <message> key=value ...`, traceback on following lines.
+
+    One record is one line, whatever its values hold: control characters in the message
+    and the fields (a newline in a claim name from the API, say) are escaped, and every
+    line of a traceback is indented, so no value can forge a line that looks like a
+    record of its own.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
+        message = escape_controls(record.getMessage())
+        line = f"{_timestamp(record)} {record.levelname} {record.name}: {message}"
         fields = record_fields(record)
         if fields:
-            line += " " + " ".join(f"{k}={_text_value(v)}" for k, v in fields.items())
+            line += " " + " ".join(f"{escape_controls(k)}={_text_value(v)}"
+                                   for k, v in fields.items())
         exc = self._exception_text(record)
-        return f"{line}\n{exc}" if exc else line
+        if not exc:
+            return line
+        return line + "".join(f"\n    {escape_controls(part)}" for part in exc.splitlines())
 
     def _exception_text(self, record: logging.LogRecord) -> str:
         parts = []

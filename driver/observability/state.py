@@ -42,8 +42,8 @@ from prometheus_client.registry import Collector
 
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import PreparedClaim
+from driver.core.quantity import QuantityError, parse_quantity
 from driver.devices.model import Inventory, Pool
-from driver.devices.quantity import QuantityError, parse_quantity
 from driver.kubelet.health import DeviceHealth, HealthStatus
 from driver.slices.stats import PublisherStats
 

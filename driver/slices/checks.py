@@ -1,7 +1,7 @@
 """Local validation of a pool before anything is written (pure).
 
 Two layers:
-- pool-wide rules no single slice can check (facts 6.3 "local validation"): device names
+- pool-wide rules no single slice can check (api-facts 6.3 "local validation"): device names
   unique in the pool, counter-set names unique in the pool, and every `consumesCounters`
   entry naming a counter set of the pool and only counters that set defines;
 - every slice the pool will be published as, checked with the API server's own rules
@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from driver.core.validation import FieldError, validate_slice
 from driver.slices.desired import DesiredPool
-from driver.slices.validation import FieldError, validate_slice
 
 _DEVICE_PATH = re.compile(r"^spec\.devices\[(\d+)\]")
 _DUPLICATE_DEVICE = re.compile(r"^spec\.devices\[\d+\]$")

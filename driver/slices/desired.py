@@ -1,6 +1,6 @@
 """Inventory -> desired slices per pool (pure): chunking under the API's per-slice limits.
 
-Rules (facts 4.2, 4.6, 1.35+ API):
+Rules (api-facts 4.2, 4.6; the 1.35+ API):
 - at most 128 devices per slice, 64 when any device of the slice uses taints,
   consumesCounters or list-typed attributes (the 1.36 "advanced features" limit; 1.35
   only counts taints and consumesCounters, so the stricter rule is valid everywhere);
@@ -18,13 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from driver.devices.model import Inventory, Pool
-from driver.slices.validation import (
+from driver.core.validation import (
     MAX_COUNTER_SETS,
     MAX_DEVICES_PER_SLICE,
     MAX_DEVICES_WITH_ADVANCED_FEATURES,
     uses_advanced_features,
 )
+from driver.devices.model import Inventory, Pool
 
 JSON = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """Plan the writes that turn the observed slices of a pool into the desired ones (pure).
 
-Semantics of the Go `resourceslice` controller (facts 6.3), with two refinements:
+Semantics of the Go `resourceslice` controller (api-facts 6.3), with two refinements:
 
 - Matching: an observed slice belongs to desired slice `i` when its name starts with the
   index prefix of `i` (the 1.36 helper's rule). Unmatched slices, extra slices for the

@@ -1,7 +1,7 @@
 """Detect fields the API server silently dropped from a written slice (pure).
 
 A server with a feature gate off accepts a slice but drops the fields that gate guards
-(facts 4.9). Comparing what we sent with what it stored tells which fields went missing;
+(api-facts 4.9). Comparing what we sent with what it stored tells which fields went missing;
 the field names tell which gates are probably off. Paths are generalised (`[*]` for
 devices, list entries and map keys) so that 10,000 devices losing the same field give
 one line, not 10,000.
@@ -22,7 +22,7 @@ _NAME_MAPS = frozenset(
      "nodeAllocatableResources"}
 )
 
-# Generalised path (regex) -> feature gate that guards it (facts 4.2, 4.4, 4.5, 4.9).
+# Generalised path (regex) -> feature gate that guards it (api-facts 4.2, 4.4, 4.5, 4.9).
 _GATES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), gate)
     for pattern, gate in (

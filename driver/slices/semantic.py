@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from driver.devices.quantity import QuantityError, parse_quantity
+from driver.core.quantity import QuantityError, parse_quantity
 
 JSON = dict[str, Any]
 

@@ -1,7 +1,10 @@
-"""What an operator (and later the metrics endpoint) can read about slice publishing."""
+"""What an operator (and later the metrics endpoint) can read about slice publishing:
+the live counters the publisher's threads bump, and the snapshot `Publisher.stats()`
+returns."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from driver.slices.dropped import DroppedFields
@@ -27,3 +30,35 @@ class PublisherStats:
     def total_writes(self) -> int:
         """All successful API writes (create + update + delete)."""
         return sum(self.writes.values())
+
+
+class PublisherCounters:
+    """The publisher's counters, bumped by its threads under the publisher's condition
+    (`lock`), which `Publisher.stats()` holds while it copies them."""
+
+    def __init__(self, lock: threading.Condition) -> None:
+        self._lock = lock
+        self.writes = {"create": 0, "update": 0, "delete": 0}
+        self.errors: dict[str, int] = {}
+        self.relists = 0
+        self.reconciles = 0
+
+    def count_write(self, verb: str) -> None:
+        """One successful write (create, update or delete)."""
+        with self._lock:
+            self.writes[verb] += 1
+
+    def count_error(self, kind: str) -> None:
+        """One failure of `kind` (an `ApiError.kind`, or internal, watch_closed...)."""
+        with self._lock:
+            self.errors[kind] = self.errors.get(kind, 0) + 1
+
+    def count_relist(self) -> None:
+        """One full list of our slices."""
+        with self._lock:
+            self.relists += 1
+
+    def count_reconcile(self) -> None:
+        """One pool reconcile pass."""
+        with self._lock:
+            self.reconciles += 1

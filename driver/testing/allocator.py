@@ -11,7 +11,8 @@ the cases it supports (facts sections 4 and 5):
   fresh shareID and consumedCapacity for every capacity (request policy rounding);
 * partitionable devices: consumesCounters against the pool's sharedCounters;
 * taints NoSchedule/NoExecute unless tolerated; constraints matchAttribute and
-  distinctAttribute; selectors in a CEL subset (`driver.testing.allocation.cel`).
+  distinctAttribute; CEL selectors (cel-python with the Kubernetes DRA environment,
+  `driver.testing.allocation.cel`).
 
 Admin access: like the scheduler, an adminAccess result neither needs a free device nor
 counts as using one (other claims can still get the device, and its consumedCapacity is

@@ -102,7 +102,13 @@ class LocalCluster:
     # -- lifecycle ----------------------------------------------------------------------
 
     def __enter__(self) -> LocalCluster:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            # `with` calls __exit__ only after __enter__ returned: without this, a failed
+            # start would leave the stand-in's threads running and the process hanging.
+            self.stop()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -219,6 +225,8 @@ class LocalCluster:
                 raise RuntimeError(
                     f"plugin exited with {plugin.process.returncode}; log:\n{plugin.log()}"
                 )
+            if self.api.internal_errors:  # a stand-in bug: waiting longer cannot help
+                raise RuntimeError(f"API stand-in failed: {self.api.internal_errors[0]}")
             if self._registered(plugin, not_socket) and self.complete_pools():
                 return
             if time.monotonic() > deadline:

@@ -8,32 +8,75 @@ prepares them over the kubelet's v1 API, shows the CDI spec, unprepares and stop
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
+from driver.cli.usage import usage_main
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
-from driver.usage import usage_main
 
 JSON = dict[str, Any]
 
 
+_step = "start"  # the title of the step running now, for the one-line failure message
+
+
 def run_demo(keep: bool = False) -> int:
-    """Run the demo; returns 0 when every step worked."""
+    """Run the demo; returns 0 when every step worked, 1 after one line on stderr naming
+    the step that failed (never a traceback, never a hang: every wait is bounded)."""
+    global _step
+    _step = "start the API stand-in and the kubelet emulator"
     # Short path: unix socket paths must stay under 108 bytes.
     workdir = Path(tempfile.mkdtemp(prefix="simdra-demo-", dir="/tmp"))
+    log_file = _log_to_file(workdir / "demo.log")
+    cluster = LocalCluster(workdir, node_name="demo-node")
     try:
-        with LocalCluster(workdir, node_name="demo-node") as cluster:
+        with cluster:
             _demo(cluster)
+    except Exception as err:
+        sys.stdout.flush()
+        cause = (f"API stand-in failed: {cluster.api.internal_errors[0]}"
+                 if cluster.api.internal_errors else _one_line(err))
+        print(f"simdra demo: step {_step!r} failed: {cause} (logs in {workdir})",
+              file=sys.stderr)
+        return 1
     finally:
-        if keep:
-            print(f"\nfiles kept in {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        logging.getLogger().removeHandler(log_file)
+        log_file.close()
+    if keep:
+        print(f"\nfiles kept in {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     return 0
+
+
+def _log_to_file(path: Path) -> logging.Handler:
+    """Send the demo process's own logs (API stand-in, emulator) to a file, so that the
+    terminal shows the demo's output and, on failure, one line."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    return handler
+
+
+def _one_line(err: Exception) -> str:
+    """The error as one line: an API error's message, else the first line of the text
+    (a plugin's log or an HTTP body comes after it)."""
+    if isinstance(err, ApiException) and err.body:
+        try:
+            return f"HTTP {err.status}: {json.loads(err.body)['message']}"
+        except (ValueError, KeyError, TypeError):
+            pass
+    text = str(err).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(err).__name__}: {first}" if first else type(err).__name__
 
 
 def _demo(cluster: LocalCluster) -> None:
@@ -148,4 +191,6 @@ def format_result(result: JSON) -> str:
 
 
 def _title(text: str) -> None:
+    global _step
+    _step = text
     print(f"\n== {text}")

@@ -1,7 +1,7 @@
 """A kubelet emulator for DRA plugins: registration, prepare/unprepare, health stream.
 
 It plays the kubelet's side of the unix-socket protocols the way a 1.34+ kubelet does
-(facts 1.3, 1.5, 2.3, 2.5, 3.3), so a plugin can be exercised without a node:
+(api-facts 1.3, 1.5, 2.3, 2.5, 3.3), so a plugin can be exercised without a node:
 
     with KubeletEmulator("/var/lib/kubelet/plugins_registry") as kubelet:
         plugin = kubelet.wait_for_plugin("gpu.example.com")
@@ -48,7 +48,7 @@ from driver.kubelet.services import (
 
 log = logging.getLogger(__name__)
 
-# Kubelet limits (facts 8).
+# Kubelet limits (api-facts 8).
 DIAL_TIMEOUT = 10.0
 GET_INFO_TIMEOUT = 1.0
 NOTIFY_TIMEOUT = 5.0
@@ -152,7 +152,7 @@ def _health_dict(pb: ModuleType, entry: Any) -> dict[str, Any]:
 
 
 def check_result_keys(call: str, requested: Iterable[str], returned: Iterable[str]) -> None:
-    """The kubelet's checks on a prepare/unprepare map (facts 2.3)."""
+    """The kubelet's checks on a prepare/unprepare map (api-facts 2.3)."""
     wanted = set(requested)
     got = set(returned)
     unknown = sorted(got - wanted)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft7Validator
-from referencing import Registry
-from referencing.jsonschema import DRAFT7
 
 from driver.claims.preparer import Preparer
 from driver.claims.source import StaticClaimSource
@@ -25,13 +22,12 @@ from driver.testing.allocation.builders import (
     selector,
 )
 from driver.testing.allocator import allocate
+from tests.fixtures import cdi_schema, every_field
 
 DRIVER = "gpu.simdra.example.com"
 OTHER_DRIVER = "other.example.com"
 GPU_POOL = "node-a"
 NIC_POOL = "node-a-nics"
-SCHEMA_DIR = Path("/work/shared/reference/cdi-schema")
-FIXTURE = Path("/work/shared/reference/api-fixtures/resource.k8s.io.v1.ResourceClaim.json")
 
 SHARE_1 = "11111111-1111-4111-8111-111111111111"
 SHARE_2 = "22222222-2222-4222-8222-222222222222"
@@ -122,16 +118,13 @@ def claim(
 
 
 def fixture_claim() -> dict[str, Any]:
-    """The upstream round-trip fixture: every v1 field set to a placeholder."""
-    return json.loads(FIXTURE.read_text())
+    """A claim with every v1 field set to a placeholder (tests/fixtures/every_field.py)."""
+    return every_field.resource_claim()
 
 
 def _cdi_validator() -> Draft7Validator:
-    schema = json.loads((SCHEMA_DIR / "schema.json").read_text())
-    defs = json.loads((SCHEMA_DIR / "defs.json").read_text())
-    # schema.json has no $id, so its relative "defs.json#/..." refs resolve to "defs.json".
-    registry = Registry().with_resource("defs.json", DRAFT7.create_resource(defs))
-    return Draft7Validator(schema, registry=registry)
+    Draft7Validator.check_schema(cdi_schema.SPEC)
+    return Draft7Validator(cdi_schema.SPEC)
 
 
 CDI_VALIDATOR = _cdi_validator()

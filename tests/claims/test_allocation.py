@@ -55,34 +55,35 @@ def test_keeps_only_this_drivers_results_and_config():
     assert [c.parameters["marker"] for c in alloc.config_for("gpus")] == ["claim-all"]
 
 
-def test_upstream_fixture_for_another_driver_reads_identity_and_nothing_else():
+def test_every_field_claim_for_another_driver_reads_identity_and_nothing_else():
     alloc = parse_claim(fixture_claim(), DRIVER)
-    assert (alloc.namespace, alloc.name, alloc.uid) == ("namespaceValue", "nameValue", "uidValue")
+    identity = (alloc.namespace, alloc.name, alloc.uid)
+    assert identity == ("namespaceSample", "nameSample", "uidSample")
     assert alloc.results == () and alloc.config == ()
 
 
-def test_upstream_fixture_placeholder_share_id_is_refused_naming_the_field():
-    # The fixture's driver is "driverValue"; its shareID "shareIDValue" is no UUID and
+def test_every_field_claim_placeholder_share_id_is_refused_naming_the_field():
+    # The fixture's driver is "driverSample"; its shareID "shareIDSample" is no UUID and
     # would end up in CDI names, so it is refused rather than trusted.
     with pytest.raises(ClaimError) as info:
-        parse_claim(fixture_claim(), "driverValue")
+        parse_claim(fixture_claim(), "driverSample")
     message = str(info.value)
-    assert "namespaceValue/nameValue (uid uidValue)" in message
+    assert "namespaceSample/nameSample (uid uidSample)" in message
     assert "status.allocation.devices.results[0].shareID" in message
-    assert "'shareIDValue'" in message
+    assert "'shareIDSample'" in message
 
 
-def test_upstream_fixture_with_a_real_share_id_parses_every_used_field():
+def test_every_field_claim_with_a_real_share_id_parses_every_used_field():
     raw = fixture_claim()
     raw["status"]["allocation"]["devices"]["results"][0]["shareID"] = SHARE_1
-    alloc = parse_claim(raw, "driverValue", ClaimRef("namespaceValue", "nameValue", "uidValue"))
+    alloc = parse_claim(raw, "driverSample", ClaimRef("namespaceSample", "nameSample", "uidSample"))
     (only,) = alloc.results
-    assert (only.request, only.pool, only.device) == ("requestValue", "poolValue", "deviceValue")
+    assert (only.request, only.pool, only.device) == ("requestSample", "poolSample", "deviceSample")
     assert only.admin_access is True
-    assert only.consumed_capacity == {"consumedCapacityKey": Fraction(0)}
+    assert only.consumed_capacity == {"capacityKey": Fraction(1)}
     (config,) = alloc.config
-    assert config.source == "sourceValue" and config.requests == ("requestsValue",)
-    assert config.parameters["kind"] == "CustomType"
+    assert config.source == "sourceSample" and config.requests == ("requestSample",)
+    assert config.parameters["kind"] == "SampleParameters"
 
 
 def test_replaced_claim_is_refused():

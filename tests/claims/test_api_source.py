@@ -8,10 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from driver.claims.api_source import ApiClaimSource
-from driver.claims.errors import ClaimNotFound
+from driver.claims.errors import ClaimError, ClaimNotFound
 
 from .builders import fixture_claim
 
@@ -33,6 +32,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        self.send_header("X-Secret-Header", "must not reach an error")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -70,7 +70,11 @@ def test_missing_claim_raises_claim_not_found(source):
         source.get("team-a", "gone")
 
 
-def test_other_api_errors_propagate(source):
-    with pytest.raises(ApiException) as info:
+def test_other_api_errors_are_one_line_with_status_and_reason_and_no_headers(source):
+    with pytest.raises(ClaimError) as info:
         source.get("team-a", "broken")
+    message = str(info.value)
+    assert message == "claim team-a/broken: read from the API server: 500 Internal Server " \
+        "Error: etcd down"
     assert info.value.status == 500
+    assert "X-Secret-Header" not in message and "\n" not in message

@@ -113,14 +113,14 @@ def test_untargeted_entry_configures_only_devices_of_its_type():
 def test_gpu_sharing_settings_reach_the_workload():
     mps = {
         "strategy": "MPS",
-        "mps": {"defaultActiveThreadPercentage": 50, "defaultPinnedMemoryLimit": "4Gi"},
+        "mpsConfig": {"defaultActiveThreadPercentage": 50, "defaultPinnedMemoryLimit": "4Gi"},
     }
     env = _env(_plan([result("gpu", "gpu-0")], [config_entry(gpu_config(sharing=mps))]))
     assert env["GPU_SHARING_STRATEGY"] == "MPS"
     assert env["GPU_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
     assert env["GPU_MPS_PINNED_MEMORY_LIMIT"] == "4Gi"
     assert env["GPU_MPS_PINNED_MEMORY_LIMIT_VALUE"] == str(4 * 2**30)
-    sliced = {"strategy": "TimeSlicing", "timeSlicing": {"interval": "Long"}}
+    sliced = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}
     env = _env(_plan([result("gpu", "gpu-0")], [config_entry(gpu_config(sharing=sliced))]))
     assert env["GPU_TIME_SLICE_INTERVAL"] == "Long"
 
@@ -146,8 +146,8 @@ P = f"{CONFIG}[0].opaque.parameters"
     [
         (nic_config(mut=9000), f"{P}.mut: unknown field"),
         (
-            gpu_config(sharing={"strategy": "MPS", "mps": {"threads": 5}}),
-            f"{P}.sharing.mps.threads: unknown field",
+            gpu_config(sharing={"strategy": "MPS", "mpsConfig": {"threads": 5}}),
+            f"{P}.sharing.mpsConfig.threads: unknown field",
         ),
         ({"kind": "NicConfig", "mtu": 9000}, f"{P}.apiVersion: required"),
         (
@@ -173,16 +173,20 @@ P = f"{CONFIG}[0].opaque.parameters"
         ),
         (gpu_config(sharing={}), f"{P}.sharing.strategy: required"),
         (
-            gpu_config(sharing={"strategy": "MPS", "timeSlicing": {"interval": "Long"}}),
-            f"{P}.sharing.timeSlicing: only allowed with strategy TimeSlicing",
+            gpu_config(sharing={"strategy": "MPS", "timeSlicingConfig": {"interval": "Long"}}),
+            f"{P}.sharing.timeSlicingConfig: only allowed with strategy TimeSlicing",
         ),
         (
-            gpu_config(sharing={"strategy": "TimeSlicing", "timeSlicing": {"interval": "Hour"}}),
-            f"{P}.sharing.timeSlicing.interval: 'Hour' is not one of Default, Short, Medium, Long",
+            gpu_config(sharing={"strategy": "TimeSlicing",
+                                "timeSlicingConfig": {"interval": "Hour"}}),
+            f"{P}.sharing.timeSlicingConfig.interval: 'Hour' is not one of Default, Short, "
+            "Medium, Long",
         ),
         (
-            gpu_config(sharing={"strategy": "MPS", "mps": {"defaultActiveThreadPercentage": 0}}),
-            f"{P}.sharing.mps.defaultActiveThreadPercentage: 0 is out of range (must be 1 to 100)",
+            gpu_config(sharing={"strategy": "MPS",
+                                "mpsConfig": {"defaultActiveThreadPercentage": 0}}),
+            f"{P}.sharing.mpsConfig.defaultActiveThreadPercentage: 0 is out of range "
+            "(must be 1 to 100)",
         ),
         (gpu_config(sharing="MPS"), f"{P}.sharing: 'MPS' is not an object"),
         ([1, 2], f"{P}: list is not an object"),
@@ -229,14 +233,103 @@ def test_untargeted_entry_that_configures_nothing_is_an_error():
 
 def test_pinned_memory_limit_cannot_exceed_the_gpu_share(tmp_path):
     cluster = ProfileCluster("gpu-shared")
-    mps = {"strategy": "MPS", "mps": {"defaultPinnedMemoryLimit": "9Gi"}}
+    mps = {"strategy": "MPS", "mpsConfig": {"defaultPinnedMemoryLimit": "9Gi"}}
     ref = cluster.allocate(
         "small", wants("gpu", "gpu", memory="8Gi"), config=[config_entry(gpu_config(sharing=mps))]
     )
     preparer = cluster.preparer(tmp_path)
     error = preparer.prepare([ref])[ref.uid].error
-    assert "sharing.mps.defaultPinnedMemoryLimit: 9Gi is more than the 8Gi of memory" in error
+    assert "sharing.mpsConfig.defaultPinnedMemoryLimit: 9Gi is more than the 8Gi of memory" in error
     assert "[step: plan]" in error
     # Nothing was prepared for the refused claim.
     assert list((tmp_path / "cdi").iterdir()) == []
     assert list((tmp_path / "data" / "claims").iterdir()) == []
+
+
+# --- config kinds and env attributes a device kind declares (driver.claims.rules) -----
+
+
+class _SlotConfigHandler:
+    """A kind a backend brings: `SlotConfig` with one field, for `gpu` devices."""
+
+    api_version = "slots.example.com/v1"
+    kind = "SlotConfig"
+    device_type = "gpu"
+
+    def decode(self, fields):
+        from dataclasses import make_dataclass
+
+        slot = fields.integer("slot")
+        config_type = make_dataclass("SlotConfig", [("slot", int | None, None)], frozen=True)
+        config_type.to_json = lambda self: {"kind": "SlotConfig", "slot": self.slot}
+        return config_type(slot=slot)
+
+    def problems(self, config, path):
+        return [] if config.slot is None or config.slot < 4 else [f"{path}.slot: too big"]
+
+    def device_problems(self, config, target, origin):
+        return []
+
+    def env(self, config):
+        return [("SLOT", str(config.slot))]
+
+
+def _slot_rules():
+    from driver.claims.rules import ClaimRules
+
+    return ClaimRules(config_handlers=(_SlotConfigHandler(),),
+                      env_attributes={"index": "GPU_INDEX"})
+
+
+def _slot_plan(parameters):
+    raw = claim(UID, [result("gpus", "gpu-1")], config=[config_entry(parameters)])
+    return plan_prepare(parse_claim(raw, DRIVER), inventory(), DRIVER, _slot_rules())
+
+
+def test_a_kinds_own_config_handler_and_env_attributes_are_used():
+    planned = _slot_plan({"apiVersion": "slots.example.com/v1", "kind": "SlotConfig",
+                          "slot": 2})
+
+    env = _env(planned)
+    assert env["SLOT"] == "2" and env["GPU_INDEX"] == "1"
+    assert "UUID" not in env  # only the attributes the kind chose
+    assert planned.units[0].config == {"kind": "SlotConfig", "slot": 2}
+
+
+@pytest.mark.parametrize(("parameters", "problem"), [
+    ({"apiVersion": "slots.example.com/v1", "kind": "SlotConfig", "slot": 9},
+     ".opaque.parameters.slot: too big"),
+    ({"apiVersion": "slots.example.com/v1", "kind": "SlotConfig", "slots": 1},
+     ".opaque.parameters.slots: unknown field"),
+    ({"apiVersion": "slots.example.com/v1", "kind": "SlotConfig", "slot": "1"},
+     ".opaque.parameters.slot: '1' is not an integer"),
+    (gpu_config(), "unknown version 'simdra.dra.example.com/v1alpha1' (this driver reads "
+                   "slots.example.com/v1)"),
+])
+def test_a_kinds_own_config_is_strict(parameters, problem):
+    with pytest.raises(ClaimError, match="invalid opaque config") as info:
+        _slot_plan(parameters)
+
+    assert problem in str(info.value)
+
+
+@pytest.mark.parametrize(("attributes", "handlers"), [
+    ({"index": "NAME"}, None),
+    ({"index": "CAPACITY_MEMORY"}, None),
+    ({"index": "gpu-index"}, None),
+    (None, "twice"),
+])
+def test_bad_claim_rules_of_a_backend_are_refused_at_start(attributes, handlers):
+    from driver.claims.config.kinds import GpuConfigHandler
+    from driver.claims.rules import rules_for
+
+    class Backend:
+        pass
+
+    if attributes is not None:
+        Backend.env_attributes = attributes
+    if handlers == "twice":
+        Backend.config_handlers = (GpuConfigHandler(), GpuConfigHandler())
+
+    with pytest.raises(ValueError, match=r"Backend\.(env_attributes|config_handlers)"):
+        rules_for(Backend())

@@ -10,17 +10,31 @@ JSON = dict[str, Any]
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-OVERLAYS = ("overlays/fake", "overlays/sysfs", "overlays/fake-inventory",
-            "overlays/fake-claim-status")
+# Every overlay in the tree: adding one needs no edit here.
+OVERLAYS = tuple(sorted(f"overlays/{k.parent.name}"
+                        for k in (DEPLOY / "overlays").glob("*/kustomization.yaml")))
 KUSTOMIZATIONS = ("base", *OVERLAYS, "examples")
+# The Helm chart, and the values files that make it render what an overlay renders.
+HELM_CHART = DEPLOY / "helm" / "simdra"
+HELM_VALUES = DEPLOY / "helm" / "values"
+# Chart rendering (a name like an overlay's) -> (values files, the overlay it equals).
+HELM_RENDERINGS = {
+    "helm/default": ((), "overlays/fake"),
+    "helm/sysfs": (("sysfs.yaml",), "overlays/sysfs"),
+    "helm/fake-inventory": (("fake-inventory.yaml",), "overlays/fake-inventory"),
+    "helm/fake-claim-status": (("fake-claim-status.yaml",), "overlays/fake-claim-status"),
+}
+# Everything that installs the plugin: each passes the same deploy checks.
+DEPLOYMENTS = (*OVERLAYS, *HELM_RENDERINGS)
 # Opt-in features (Kustomize components) and the overlays that turn each one on.
 CLAIM_STATUS_COMPONENT = "components/claim-status"
-CLAIM_STATUS_OVERLAYS = ("overlays/fake-claim-status",)
+CLAIM_STATUS_OVERLAYS = ("overlays/fake-claim-status", "helm/fake-claim-status")
 PLUGIN_ROLE = "simdra-kubelet-plugin"
 CLAIM_STATUS_ROLE = "simdra-kubelet-plugin-claim-status"
 # Not Kubernetes objects: applied by hand on OpenShift only (validated with our own schema).
 OPENSHIFT_ONLY = ("quota/openshift-clusterresourcequota.yaml",)
-K8S_VERSIONS = ("1.34.0", "1.35.0")
+# The Kubernetes releases simdra supports (README "Deploy to a cluster").
+K8S_VERSIONS = ("1.34.0", "1.35.0", "1.36.0", "1.37.0")
 
 
 def of_kind(objects: Iterable[JSON], kind: str) -> list[JSON]:

@@ -12,8 +12,9 @@ from pathlib import PurePosixPath
 import pytest
 import yaml
 
-from driver.devices.quantity import parse_quantity
-from tests.deploy.layout import CLAIM_STATUS_OVERLAYS, JSON, OVERLAYS, REPO, env_of, one
+from driver.core.quantity import parse_quantity
+from driver.kubelet.healthcheck import READINESS_SERVICE
+from tests.deploy.layout import CLAIM_STATUS_OVERLAYS, DEPLOYMENTS, JSON, REPO, env_of, one
 
 HOST_DIRS = {
     "KUBELET_REGISTRAR_DIRECTORY_PATH": "/var/lib/kubelet/plugins_registry",
@@ -60,7 +61,7 @@ def effective(container: JSON, name: str, run_settings: dict[str, str]) -> str:
     return value(container, name) if name in env_of(container) else run_settings[name]
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_every_env_var_is_a_simdra_run_setting(rendered, overlay, run_settings):
     names = set(env_of(plugin_container(rendered[overlay])))
 
@@ -68,7 +69,7 @@ def test_every_env_var_is_a_simdra_run_setting(rendered, overlay, run_settings):
     assert {"NODE_NAME", "POD_UID", "DEVICE_BACKEND"} <= names
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_node_name_and_pod_uid_come_from_the_downward_api(rendered, overlay):
     env = env_of(plugin_container(rendered[overlay]))
 
@@ -76,7 +77,7 @@ def test_node_name_and_pod_uid_come_from_the_downward_api(rendered, overlay):
     assert env["POD_UID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.uid"}}
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_kubelet_and_cdi_dirs_are_host_paths_at_the_same_place(rendered, overlay):
     container = plugin_container(rendered[overlay])
     mounts = mounts_by_path(rendered[overlay])
@@ -88,7 +89,7 @@ def test_kubelet_and_cdi_dirs_are_host_paths_at_the_same_place(rendered, overlay
         assert not mount.get("readOnly"), f"{name}: the plugin writes there"
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_rolling_update_overlaps_old_and_new_pod(rendered, overlay):
     spec = daemonset(rendered[overlay])["spec"]
     pod = spec["template"]["spec"]
@@ -104,7 +105,7 @@ def test_rolling_update_overlaps_old_and_new_pod(rendered, overlay):
     assert pod["terminationGracePeriodSeconds"] > 0
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_pod_runs_as_node_critical_with_its_service_account(rendered, overlay):
     objects = rendered[overlay]
     pod = daemonset(objects)["spec"]["template"]["spec"]
@@ -114,7 +115,7 @@ def test_pod_runs_as_node_critical_with_its_service_account(rendered, overlay):
     assert account["metadata"]["namespace"] == daemonset(objects)["metadata"]["namespace"]
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_liveness_probe_and_metrics_port_match_the_plugin_settings(rendered, overlay):
     container = plugin_container(rendered[overlay])
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
@@ -126,7 +127,26 @@ def test_liveness_probe_and_metrics_port_match_the_plugin_settings(rendered, ove
     assert annotations["prometheus.io/port"] == str(ports["metrics"])
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
+def test_readiness_probe_asks_the_readiness_service_on_the_health_port(rendered, overlay):
+    container = plugin_container(rendered[overlay])
+
+    readiness = container["readinessProbe"]["grpc"]
+    assert readiness == {"port": int(value(container, "HEALTHCHECK_PORT")),
+                         "service": READINESS_SERVICE}
+    # Liveness asks the overall status (""), which never waits for the API server.
+    assert "service" not in container["livenessProbe"]["grpc"]
+
+
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
+def test_plugin_tolerates_the_usual_gpu_node_taints(rendered, overlay):
+    tolerations = daemonset(rendered[overlay])["spec"]["template"]["spec"]["tolerations"]
+
+    for key in ("nvidia.com/gpu", "amd.com/gpu"):
+        assert {"key": key, "operator": "Exists", "effect": "NoSchedule"} in tolerations
+
+
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_resources_have_requests_and_a_memory_limit(rendered, overlay):
     resources = plugin_container(rendered[overlay])["resources"]
     memory = {k: parse_quantity(resources[k]["memory"]) for k in ("requests", "limits")}
@@ -135,7 +155,7 @@ def test_resources_have_requests_and_a_memory_limit(rendered, overlay):
     assert Fraction(0) < memory["requests"] <= memory["limits"]
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_image_is_simdra_and_never_pulled_when_present(rendered, overlay):
     container = plugin_container(rendered[overlay])
 
@@ -143,7 +163,8 @@ def test_image_is_simdra_and_never_pulled_when_present(rendered, overlay):
     assert container["imagePullPolicy"] == "IfNotPresent"
 
 
-@pytest.mark.parametrize("overlay", ["overlays/fake", "overlays/fake-inventory"])
+@pytest.mark.parametrize("overlay", ["overlays/fake", "overlays/fake-inventory",
+                                     "helm/default", "helm/fake-inventory"])
 def test_fake_devices_need_no_privileges(rendered, overlay):
     container = plugin_container(rendered[overlay])
     security = container["securityContext"]
@@ -157,8 +178,9 @@ def test_fake_devices_need_no_privileges(rendered, overlay):
     assert not {"/sys", "/dev"} & mounted
 
 
-def test_sysfs_overlay_reads_the_host_devices(rendered, run_settings):
-    objects = rendered["overlays/sysfs"]
+@pytest.mark.parametrize("overlay", ["overlays/sysfs", "helm/sysfs"])
+def test_sysfs_overlay_reads_the_host_devices(rendered, overlay, run_settings):
+    objects = rendered[overlay]
     container = plugin_container(objects)
     mounts = mounts_by_path(objects)
 
@@ -172,7 +194,7 @@ def test_sysfs_overlay_reads_the_host_devices(rendered, run_settings):
     assert mounts[dev_root][1]["hostPath"]["path"] == "/dev"
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_claim_status_is_on_only_with_the_component(rendered, overlay, run_settings):
     container = plugin_container(rendered[overlay])
 
@@ -180,8 +202,9 @@ def test_claim_status_is_on_only_with_the_component(rendered, overlay, run_setti
     assert claim_status == ("true" if overlay in CLAIM_STATUS_OVERLAYS else "false")
 
 
-def test_fake_inventory_overlay_mounts_the_inventory_it_names(rendered):
-    objects = rendered["overlays/fake-inventory"]
+@pytest.mark.parametrize("overlay", ["overlays/fake-inventory", "helm/fake-inventory"])
+def test_fake_inventory_overlay_mounts_the_inventory_it_names(rendered, overlay):
+    objects = rendered[overlay]
     profile = PurePosixPath(value(plugin_container(objects), "DEVICE_PROFILE"))
     mount, volume = mounts_by_path(objects)[str(profile.parent)]
     config_map = one(objects, "ConfigMap", volume["configMap"]["name"])

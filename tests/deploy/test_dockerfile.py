@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 import tomllib
 
 import pytest
@@ -59,15 +60,45 @@ def test_runtime_stage_takes_the_venv_the_build_stage_made(dockerfile):
     assert not final.all("RUN"), "the runtime stage installs nothing"
 
 
-def test_dependencies_come_only_from_the_project_metadata(dockerfile):
-    (run,) = dockerfile.stage("build").all("RUN")
-    installs = [shlex.split(step) for step in run.arguments.split("&&") if " install " in step]
+def pip_installs(stage) -> list[list[str]]:
+    """The words of every `pip install` step of the stage's RUN lines, in order."""
+    return [shlex.split(step) for run in stage.all("RUN")
+            for step in run.arguments.split("&&") if " install " in step]
 
-    assert installs, "the build stage must pip install the project"
-    for words in installs:
-        targets = [w for w in words[words.index("install") + 1:] if not w.startswith("-")]
-        assert targets == ["."], f"ad-hoc install: {' '.join(words)}"
-    assert dockerfile.stage("build").variables.get("PIP_NO_CACHE_DIR") == "1"
+
+def requirements_step(stage) -> str:
+    (step,) = [step for run in stage.all("RUN") for step in run.arguments.split("&&")
+               if "> requirements.txt" in step]
+    return step
+
+
+def test_dependencies_come_only_from_the_project_metadata(dockerfile, tmp_path):
+    build = dockerfile.stage("build")
+    deps, package = pip_installs(build)
+
+    # First the dependencies, from the requirements the image writes; then the package
+    # alone. No other install.
+    assert deps[deps.index("install") + 1:][-2:] == ["--requirement", "requirements.txt"]
+    assert [w for w in package[package.index("install") + 1:] if not w.startswith("-")] == ["."]
+    assert "--no-deps" in package
+    # The requirements written are exactly pyproject.toml's dependencies.
+    (tmp_path / "pyproject.toml").write_bytes((REPO / "pyproject.toml").read_bytes())
+    subprocess.run(["/bin/sh", "-c", requirements_step(build).strip()], cwd=tmp_path,
+                   check=True, timeout=60)
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert (tmp_path / "requirements.txt").read_text().splitlines() == project["dependencies"]
+    assert build.variables.get("PIP_NO_CACHE_DIR") == "1"
+
+
+def test_dependency_layer_is_built_before_the_code_is_copied(dockerfile):
+    instructions = dockerfile.stage("build").instructions
+    first_install = next(i for i, ins in enumerate(instructions)
+                         if ins.keyword == "RUN" and "requirements.txt" in ins.arguments)
+    copied_before = [word for ins in instructions[:first_install] if ins.keyword == "COPY"
+                     for word in ins.arguments.split()[:-1]]
+
+    # A code change (driver/, README.md) leaves the cached dependency layer valid.
+    assert copied_before == ["pyproject.toml"]
 
 
 def test_build_stage_can_be_replayed_without_docker(dockerfile):
@@ -93,7 +124,7 @@ def test_build_context_holds_the_package_and_nothing_local(dockerfile, ignore_ru
     files = context_files(REPO, sources, ignore_rules)
 
     assert sorted(sources) == ["README.md", "driver", "pyproject.toml"]
-    assert {"pyproject.toml", "README.md", "driver/cli.py"} <= set(files)
+    assert {"pyproject.toml", "README.md", "driver/cli/run.py"} <= set(files)
     assert any(f.startswith("driver/kubelet/gen/") for f in files), "generated gRPC code"
     assert not [f for f in files if "__pycache__" in f or re.search(r"\.py[co]$", f)]
     for local in (".git/HEAD", ".venv/bin/python", "tests/deploy/conftest.py",

@@ -2,8 +2,10 @@
 .dockerignore) in a scratch root, then its RUN lines, then the installed `simdra`.
 
 This catches what only a real image build would: files the image lacks, broken
-dependency pins, a console script that does not start. It installs the dependencies
-(tens of seconds), so it is marked `slow`; it still runs by default.
+dependency pins, a console script that does not start, a `simdra demo` that needs a
+package only the test extra installs. It installs the dependencies (tens of seconds to
+minutes), so it is an `e2e` test: the test command leaves it out, `pytest -m e2e` runs
+it (the e2e job, which builds the real image anyway).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ OFFLINE = ("NewConnectionError", "Temporary failure in name resolution",
            "Network is unreachable", "Failed to establish a new connection")
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_image_build_stage_installs_a_working_simdra(tmp_path):
     dockerfile = parse_dockerfile((REPO / "Dockerfile").read_text())
@@ -46,6 +50,9 @@ def test_image_build_stage_installs_a_working_simdra(tmp_path):
         return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=120, check=False)
 
+    version = run(str(venv / "bin" / "simdra"), "--version")
+    project_version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert version.stdout.strip() == f"simdra {project_version}", version.stderr
     usage = run(str(venv / "bin" / "simdra"), "run", "--help")
     assert usage.returncode == 0, usage.stderr
     assert "NODE_NAME" in usage.stdout
@@ -55,3 +62,10 @@ def test_image_build_stage_installs_a_working_simdra(tmp_path):
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip().startswith(str(venv)), "imported from outside the image"
     assert not (venv / "bin" / "pip").exists(), "the image must not ship pip"
+    # Left out to keep the image small; simdra uses the synchronous client only.
+    assert not list(venv.glob("lib/python*/site-packages/kubernetes/aio"))
+    assert list(venv.glob("lib/python*/site-packages/kubernetes/client"))
+    # The demo is what a new user runs first, in the image as from a plain `pip install .`.
+    demo = run(str(venv / "bin" / "simdra"), "demo")
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert "CDI spec files left: none" in demo.stdout

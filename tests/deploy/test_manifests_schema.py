@@ -1,6 +1,6 @@
-"""Every manifest is accepted by the API schemas of Kubernetes 1.34 and 1.35 (strict: no
-unknown fields), every example file stands on its own, and no YAML file under deploy/
-is forgotten by the kustomizations."""
+"""Every manifest (each kustomization and each chart rendering) is accepted by the API
+schemas of Kubernetes 1.34 to 1.37 (strict: no unknown fields), every example file
+stands on its own, and no YAML file under deploy/ is forgotten by the kustomizations."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import pytest
 import yaml
 
 from tests.deploy.kustomize import by_key, load_yaml_objects, pod_specs
-from tests.deploy.layout import DEPLOY, K8S_VERSIONS, KUSTOMIZATIONS, OPENSHIFT_ONLY
+from tests.deploy.layout import (
+    DEPLOY,
+    HELM_RENDERINGS,
+    K8S_VERSIONS,
+    KUSTOMIZATIONS,
+    OPENSHIFT_ONLY,
+)
 from tests.deploy.schemas import cluster_resource_quota_errors, schema_errors
 
 EXAMPLE_FILES = sorted(
@@ -19,7 +25,7 @@ EXAMPLE_FILES = sorted(
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)
-@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+@pytest.mark.parametrize("name", [*KUSTOMIZATIONS, *HELM_RENDERINGS])
 def test_rendered_objects_pass_the_strict_api_schema(rendered, name, version):
     assert rendered[name], f"{name} renders nothing"
     assert schema_errors(rendered[name], version) == []
@@ -51,7 +57,10 @@ def test_each_example_file_is_a_complete_set_of_objects(file):
 
 
 def test_every_yaml_file_under_deploy_is_used():
+    # The chart (rendered with every values file, tests/deploy/test_helm_chart.py) and the
+    # kind cluster config (tests/deploy/test_kind_config.py) are checked on their own.
     used = {DEPLOY / path for path in OPENSHIFT_ONLY}
+    used |= {*(DEPLOY / "helm").rglob("*.yaml"), *(DEPLOY / "kind").rglob("*.yaml")}
     for kustomization in DEPLOY.rglob("kustomization.yaml"):
         spec = yaml.safe_load(kustomization.read_text())
         used.add(kustomization)

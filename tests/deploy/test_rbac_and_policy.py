@@ -9,8 +9,8 @@ import pytest
 from tests.deploy.layout import (
     CLAIM_STATUS_OVERLAYS,
     CLAIM_STATUS_ROLE,
+    DEPLOYMENTS,
     JSON,
-    OVERLAYS,
     PLUGIN_ROLE,
     env_of,
     of_kind,
@@ -93,7 +93,7 @@ def test_claim_status_role_grants_exactly_the_status_writes(with_claim_status):
     assert not any("nonResourceURLs" in rule for rule in role["rules"])
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_claim_status_permissions_come_only_with_the_component(rendered, overlay):
     extra = CLAIM_STATUS_PERMISSIONS if overlay in CLAIM_STATUS_OVERLAYS else set()
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from driver.config import Config
+from driver.core.validation import validate_device
+from driver.devices.backend import BackendContext
 from driver.devices.examples.fpga import FpgaBackend
 from driver.devices.model import Device, Inventory
-from driver.slices.validation import validate_device
 from tests.devices.sysfs_trees import SysfsTree
 
 NODE = "node-a"
@@ -65,7 +65,8 @@ def fpga_node(tree: SysfsTree, swap_probe_order: bool = False) -> SysfsTree:
 
 
 def discover(tree: SysfsTree) -> Inventory:
-    return FpgaBackend(Config(node_name=NODE, sysfs_root=tree.sys)).discover()
+    return FpgaBackend(BackendContext(node_name=NODE, driver_name="fpga.example.com",
+                                      sysfs_root=tree.sys)).discover()
 
 
 def devices(inventory: Inventory) -> dict[str, Device]:

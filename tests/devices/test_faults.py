@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from driver.cli.fault import fault_main
 from driver.devices.faults import (
     FaultFile,
     InjectedFault,
@@ -18,7 +19,6 @@ from driver.devices.faults import (
     health_of,
 )
 from driver.devices.model import Device, Inventory, Pool
-from driver.fault_cli import fault_main
 from driver.kubelet.health import DeviceHealth, HealthStatus
 
 INVENTORY = Inventory(pools=(

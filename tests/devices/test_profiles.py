@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from driver.core.quantity import parse_quantity
+from driver.core.validation import MAX_CONSUMES_COUNTERS, validate_slice_spec
 from driver.devices.backend import FakeBackend
 from driver.devices.profiles import PARTITION_SHAPES, profile_inventory
-from driver.devices.quantity import parse_quantity
 from driver.devices.request_policy import consumed_amount
 from driver.slices.checks import pool_rule_problems
 from driver.slices.desired import desired_pool
-from driver.slices.validation import MAX_CONSUMES_COUNTERS, validate_slice_spec
 
 DRIVER = "gpu.simdra.example.com"
 NODE = "node-a"

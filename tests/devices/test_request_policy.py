@@ -1,4 +1,4 @@
-"""Consumable-capacity request policy: rounding, defaults and refusals (facts 4.5, 4.8)."""
+"""Consumable-capacity request policy: rounding, defaults and refusals (api-facts 4.5, 4.8)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 from driver.devices.request_policy import NoFit, consumed_amount, fits_remaining, remaining
 
 # The NIC profile's bandwidth: 10G shared, default 1M, at least 1M, in steps of 8.

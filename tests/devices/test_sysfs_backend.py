@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from driver.core.validation import validate_device
 from driver.devices.backend import DeviceBackend
 from driver.devices.model import Inventory
 from driver.devices.sysfs import SysfsBackend
 from driver.devices.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
-from driver.slices.validation import validate_device
 from tests.devices.sysfs_trees import GIB, SysfsTree, gpu_node, nic_node
 
 NODE = "worker-1"

@@ -102,7 +102,7 @@ def test_fake_tree_never_mixes_in_host_facts(tree: SysfsTree,
     (25000, {"value": "25G", "requestPolicy": POLICY}),
     (2500, {"value": "2500M", "requestPolicy": POLICY}),
     (100, {"value": "100M", "requestPolicy": POLICY}),
-    # One step above the minimum must fit the capacity (facts 4.8): no policy at 1 Mb/s.
+    # One step above the minimum must fit the capacity (api-facts 4.8): no policy at 1 Mb/s.
     (1, {"value": "1M"}),
     (None, None),
     (0, None),

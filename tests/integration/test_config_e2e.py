@@ -117,7 +117,7 @@ def test_config_reaches_only_the_requests_it_names(node: LocalCluster) -> None:
             _ours(_nic_config(mtu=9000, rateLimit="2G"), requests=["a"]),
             _ours(_nic_config(vlan=7), requests=["b"]),
             # No requests: configures every device of its kind's type (the GPU only).
-            _ours(_gpu_config(sharing={"strategy": "MPS", "mps": {
+            _ours(_gpu_config(sharing={"strategy": "MPS", "mpsConfig": {
                 "defaultActiveThreadPercentage": 50, "defaultPinnedMemoryLimit": "16Gi"}})),
         ],
     )

@@ -11,35 +11,39 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from driver.cli import main
 from driver.config import Config
 from driver.devices.examples.fpga import FpgaBackend
 from driver.devices.loader import BackendSpecError, load_backend_class
 from driver.plugin import make_backend
-from driver.testing.allocation.builders import device_class, exactly, selector
+from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
 from tests.claims.builders import assert_valid_cdi_spec
 from tests.devices.sysfs_trees import SysfsTree
 from tests.devices.test_example_fpga import fpga_node
 
+REPO = Path(__file__).resolve().parents[2]
 FPGA_BACKEND = "driver.devices.examples.fpga:FpgaBackend"
 
 
 def test_fpga_backend_publishes_allocates_and_prepares(cluster: LocalCluster) -> None:
     tree = fpga_node(SysfsTree(cluster.workdir / "host"))
     driver = cluster.driver_name
-    cluster.resource.create_device_class(device_class(
-        f"fpga.{driver}", driver, selectors=(f'device.attributes["{driver}"].type == "fpga"',)))
-    cluster.start_plugin(extra=["--device-backend", FPGA_BACKEND, "--sysfs-root", str(tree.sys)])
+    # The class the deployment ships (deploy/base), which also skips failed cards.
+    classes = yaml.safe_load_all((REPO / "deploy/base/deviceclasses.yaml").read_text())
+    cluster.api.put_object("deviceclasses", next(
+        c for c in classes if c["metadata"]["name"] == f"fpga.{driver}"))
+    # By its registered name (driver/devices/registry.py); the full spec works as well.
+    cluster.start_plugin(extra=["--device-backend", "fpga", "--sysfs-root", str(tree.sys)])
 
     published = cluster.published_devices()
     assert sorted(published) == ["fpga-0000-3b-00-0", "fpga-0000-af-00-0"]
     assert published["fpga-0000-3b-00-0"]["attributes"]["state"] == {"string": "write error"}
 
-    # The card that sorts first failed its last programming; the claim's selector skips it.
-    healthy = selector(f'!device.attributes["{driver}"].state.endsWith("error")')
-    cluster.create_claim("accel", exactly("fpga", f"fpga.{driver}", selectors=[healthy]))
+    # The card that sorts first failed its last programming; the class skips it.
+    cluster.create_claim("accel", exactly("fpga", f"fpga.{driver}"))
     [result] = cluster.allocate("accel")["status"]["allocation"]["devices"]["results"]
     assert result["device"] == "fpga-0000-af-00-0"
     ref = cluster.claim_ref("accel")
@@ -54,20 +58,38 @@ def test_fpga_backend_publishes_allocates_and_prepares(cluster: LocalCluster) ->
     [cdi_device] = spec["devices"]
     assert cdi_device["containerEdits"]["deviceNodes"] == [
         {"path": "/dev/dfl-fme.0"}, {"path": "/dev/dfl-port.0"}, {"path": "/dev/dfl-port.1"}]
-    assert any(e.endswith("_TYPE=fpga") for e in cdi_device["containerEdits"]["env"])
+    env = cdi_device["containerEdits"]["env"]
+    assert any(e.endswith("_TYPE=fpga") for e in env)
+    # The attributes the backend chose for the environment (its env_attributes).
+    assert any(e.endswith("_STATE=unknown") for e in env), env  # DFL before a bitstream
+    assert any(e.endswith("_PCI_BUS_ID=0000:af:00.0") for e in env), env
+    assert not any("_UUID=" in e for e in env)
 
     assert cluster.unprepare(ref) == {ref.uid: {"error": ""}}
     assert not spec_file.exists()
 
 
-def test_make_backend_constructs_the_named_class_with_the_config(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["fpga", FPGA_BACKEND])
+def test_make_backend_constructs_the_named_class_with_a_context(tmp_path: Path, name) -> None:
     tree = fpga_node(SysfsTree(tmp_path))
-    config = Config(node_name="node-x", device_backend=FPGA_BACKEND, sysfs_root=tree.sys)
+    config = Config(node_name="node-x", device_backend=name, sysfs_root=tree.sys)
 
     backend = make_backend(config)
 
     assert isinstance(backend, FpgaBackend)
     assert [p.name for p in backend.discover().pools] == ["node-x"]
+
+
+def test_a_backend_without_claim_rules_gets_the_default_ones(tmp_path: Path) -> None:
+    from driver.claims.env import DEFAULT_ENV_ATTRIBUTES
+    from driver.claims.rules import rules_for
+
+    rules = rules_for(object())
+
+    assert [h.kind for h in rules.config_handlers] == ["GpuConfig", "NicConfig"]
+    assert dict(rules.env_attributes) == DEFAULT_ENV_ATTRIBUTES
+    assert rules_for(make_backend(Config(node_name="n", device_backend="fpga",
+                                         sysfs_root=tmp_path))).config_handlers == ()
 
 
 def test_import_errors_inside_the_backend_module_are_told_apart(
@@ -86,7 +108,7 @@ def test_import_errors_inside_the_backend_module_are_told_apart(
 
 
 @pytest.mark.parametrize(("spec", "problem"), [
-    ("fpga", "not of the form package.module:ClassName"),
+    ("fpgas", "not of the form package.module:ClassName"),
     ("driver.devices.examples.fpga:", "not of the form package.module:ClassName"),
     ("no_such_package.backends:Thing", "no module named 'no_such_package'"),
     ("driver.devices.examples.fpga:FpgaBackends", "has no attribute 'FpgaBackends'"),
@@ -112,5 +134,5 @@ def test_bad_backend_from_the_environment_exits_2_before_connecting(tmp_path: Pa
 
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "simdra run: --device-backend='vendor.fpga:Missing': must be fake, sysfs or "
+        "simdra run: --device-backend='vendor.fpga:Missing': must be one of fake, sysfs, fpga or "
         "package.module:ClassName; no module named 'vendor' on the plugin's Python path"]

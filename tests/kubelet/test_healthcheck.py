@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from driver.claims.types import ClaimRef
 from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
 from driver.kubelet.healthcheck import (
+    READINESS_SERVICE,
     HealthcheckError,
     HealthcheckServer,
     probe_unix_socket,
@@ -98,6 +99,29 @@ def test_not_serving_when_the_registration_socket_is_gone(
     server = start_health()
     os.unlink(plugin.registration_socket)
     assert check(server) == NOT_SERVING
+
+
+def test_readiness_follows_its_check_and_liveness_ignores_it(
+    plugin: KubeletPlugin, start_health: Callable[..., HealthcheckServer]
+) -> None:
+    ready = threading.Event()
+    server = start_health(readiness=ready.is_set)
+    assert check(server, READINESS_SERVICE) == NOT_SERVING
+    assert check(server) == SERVING
+    ready.set()
+    assert check(server, READINESS_SERVICE) == SERVING
+    # A plugin the kubelet cannot reach is not ready, whatever its own check says.
+    os.unlink(plugin.registration_socket)
+    assert check(server, READINESS_SERVICE) == NOT_SERVING
+
+
+def test_no_readiness_service_without_a_readiness_check(
+    start_health: Callable[..., HealthcheckServer],
+) -> None:
+    server = start_health()
+    with pytest.raises(grpc.RpcError) as info:
+        check(server, READINESS_SERVICE)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 def test_a_socket_that_never_answers_is_not_alive(dirs: Dirs) -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
 
 import grpc
 import pytest
@@ -111,3 +114,65 @@ def test_no_hidden_files_remain_while_serving_or_after(dirs: Dirs) -> None:
     assert os.listdir(dirs.root) == ["reg.sock"]
     server.stop(grace=0)
     assert os.listdir(dirs.root) == []
+
+
+_KILLED_BETWEEN_BIND_AND_RENAME = """
+import os, signal, sys
+from driver.kubelet import server
+os.rename = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
+server.start_unix_server(sys.argv[1], lambda s: None)
+"""
+
+
+def _crash_between_bind_and_rename(path: str) -> None:
+    done = subprocess.run([sys.executable, "-c", _KILLED_BETWEEN_BIND_AND_RENAME, path],
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+def test_temporary_sockets_of_servers_killed_before_the_rename_are_removed(dirs: Dirs) -> None:
+    path = f"{dirs.root}/reg.sock"
+    for _ in range(3):
+        _crash_between_bind_and_rename(path)
+    assert os.listdir(dirs.root)  # a hidden socket is left (one per crash, before the fix)
+    server = _serve(path, "fresh")
+    try:
+        assert os.listdir(dirs.root) == ["reg.sock"]
+        assert _who_answers(path) == "fresh"
+    finally:
+        server.stop(grace=0)
+
+
+def test_live_temporary_sockets_and_other_hidden_files_are_kept(dirs: Dirs) -> None:
+    path = f"{dirs.root}/reg.sock"
+    _crash_between_bind_and_rename(path)
+    (temp_name,) = os.listdir(dirs.root)
+    os.unlink(f"{dirs.root}/{temp_name}")
+    # Another instance's temporary socket, listening and about to be renamed.
+    live = socket.socket(socket.AF_UNIX)
+    live.bind(f"{dirs.root}/{temp_name}")
+    live.listen()
+    other = [".other.sock", ".a1b2c3d4.tmp"]
+    for name in other:
+        _leave_stale_socket(f"{dirs.root}/{name}")
+    try:
+        server = _serve(path, "fresh")
+        server.stop(grace=0)
+        assert sorted(os.listdir(dirs.root)) == sorted([temp_name, *other])
+    finally:
+        live.close()
+
+
+def test_socket_and_created_directory_modes_do_not_depend_on_the_umask(dirs: Dirs) -> None:
+    path = f"{dirs.root}/new/dir/reg.sock"
+    old = os.umask(0)
+    try:
+        server = _serve(path, "one")
+    finally:
+        os.umask(old)
+    try:
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o660
+        for directory in (f"{dirs.root}/new", f"{dirs.root}/new/dir"):
+            assert stat.S_IMODE(os.stat(directory).st_mode) == 0o750
+    finally:
+        server.stop(grace=0)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from driver.core.validation import validate_slice
 from driver.slices.desired import desired_pool, desired_pools
 from driver.slices.diff import SliceTarget, slice_object
-from driver.slices.validation import validate_slice
 
 from .builders import DRIVER, NODE, TAINT, gpus, inventory, pool
 

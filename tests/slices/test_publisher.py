@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import time
 
+from driver.core.validation import validate_slice
 from driver.slices import naming
 from driver.slices.publisher import Publisher
-from driver.slices.validation import validate_slice
 from driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, NODE, TAINT, gpu, gpus, inventory, pool

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import kubernetes_validate
 import pytest
 from kubernetes.client.exceptions import ApiException
 
 from driver.testing.apiserver.schema import schema_errors
+from tests.fixtures import every_field
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
-FIXTURES = Path("/work/shared/reference/api-fixtures")
 
 
 def _fields(body: dict) -> list[str]:
@@ -110,10 +109,10 @@ def test_claim_with_unknown_field_is_rejected(raw, make_claim):
     assert sorted(_fields(status)) == ["spec.devices.requests[0].exactly.count", "spec.extra"]
 
 
-def test_upstream_slice_fixture_is_refused_by_a_1_35_server(raw):
+def test_every_field_slice_is_refused_by_a_1_35_server(raw):
     """The fixture sets every field of the newest API, with placeholder values: a 1.35
     server does not know the 1.36+/1.37 fields, and the placeholders break name rules."""
-    fixture = json.loads((FIXTURES / "resource.k8s.io.v1.ResourceSlice.json").read_text())
+    fixture = every_field.resource_slice()
     fixture["metadata"] = {"name": "fixture"}
     code, status, _ = raw("POST", SLICES, fixture)
     _assert_invalid(code, status)
@@ -121,20 +120,20 @@ def test_upstream_slice_fixture_is_refused_by_a_1_35_server(raw):
     assert "spec.skipNodeOperations" in _fields(status)
 
 
-def test_upstream_slice_fixture_minus_newer_fields_fails_semantic_rules(raw):
-    fixture = json.loads((FIXTURES / "resource.k8s.io.v1.ResourceSlice.json").read_text())
+def test_every_field_slice_minus_newer_fields_fails_semantic_rules(raw):
+    fixture = every_field.resource_slice()
     fixture["metadata"] = {"name": "fixture"}
     for field in ("partitionTypeAttribute", "skipNodeOperations"):
         del fixture["spec"][field]
     device = fixture["spec"]["devices"][0]
     del device["nodeAllocatableResources"]
     for key in ("ints", "bools", "strings", "versions"):
-        del device["attributes"]["attributesKey"][key]
+        del device["attributes"]["attributeKey"][key]
     code, status, _ = raw("POST", SLICES, fixture)
     _assert_invalid(code, status)
     fields = _fields(status)
     assert "spec" in fields  # several node selection fields at once
-    assert "spec.devices[0].name" in fields  # "nameValue" is not a DNS label
+    assert "spec.devices[0].name" in fields  # "nameSample" is not a DNS label
 
 
 # --- the compiled schema agrees with kubernetes_validate ----------------------------------
@@ -168,3 +167,51 @@ def test_schema_matches_kubernetes_validate(make_slice, make_device):
         except kubernetes_validate.ValidationError:
             reference_ok = False
         assert (schema_errors(variant) == []) == reference_ok, variant
+
+
+CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+
+
+def _device_class(expression: str) -> dict:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+
+
+def test_device_class_update_compiles_a_changed_selector(raw):
+    code, created, _ = raw("POST", CLASSES, _device_class('device.driver == "gpu.example.com"'))
+    assert code == 201
+    created["metadata"]["labels"] = {"team": "a"}
+    code, updated, _ = raw("PUT", f"{CLASSES}/gpu.example.com", created)
+    assert code == 200, updated
+    updated["spec"]["selectors"][0]["cel"]["expression"] = "device.driver"
+    code, status, _ = raw("PUT", f"{CLASSES}/gpu.example.com", updated)
+    _assert_invalid(code, status)
+    assert _fields(status) == ["spec.selectors[0].cel.expression"]
+    assert "must evaluate to bool or the unknown type, not string" in status["message"]
+
+
+def test_undecodable_quantity_is_a_bad_request_also_on_update(raw, make_slice):
+    code, created, _ = raw("POST", SLICES, make_slice())
+    assert code == 201
+    created["spec"]["devices"][0]["capacity"]["memory"]["value"] = "lots"
+    code, status, _ = raw("PUT", f"{SLICES}/{created['metadata']['name']}", created)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"].startswith(
+        'ResourceSlice in version "v1" cannot be handled as a ResourceSlice: quantities must'
+    )
+
+
+def test_claim_spec_rules_apply_on_create_only(raw, make_claim):
+    """The spec of a stored claim cannot change, so an update reports only that."""
+    body = make_claim()
+    code, created, _ = raw("POST", CLAIMS, body)
+    assert code == 201
+    created["spec"]["devices"]["requests"][0]["name"] = "Not_A_Label"
+    name = created["metadata"]["name"]
+    code, status, _ = raw("PUT", f"{CLAIMS}/{name}", created)
+    _assert_invalid(code, status)
+    assert _fields(status) == ["spec"]

@@ -1,15 +1,17 @@
 """Opaque device configuration of this driver (`simdra.dra.example.com/v1alpha1`).
 
-DeviceClasses and claims carry driver parameters as opaque JSON (facts 5.1, 5.2). This
+DeviceClasses and claims carry driver parameters as opaque JSON (api-facts 5.1, 5.2). This
 package turns them into typed settings and their effect on a prepared device:
 
-* `types`: the kinds (`GpuConfig`, `NicConfig`) and their fields;
-* `decode`: strict JSON -> types (apiVersion/kind required and known, unknown fields
-  rejected, wrong JSON types rejected), every problem with its field path;
-* `validate`: value rules (ranges, enums, combinations), also with field paths;
+* `handler`: what one kind provides (`ConfigHandler`: decode, value rules, device
+  rules, env) and the strict `FieldReader`; a device kind brings its own handlers;
+* `kinds`: the handlers of the built-in kinds, `GpuConfig` and `NicConfig`
+  (`types`: their fields, `validate`: their value rules);
+* `decode`: strict JSON -> a kind's config (apiVersion/kind required and known, unknown
+  fields rejected, wrong JSON types rejected), every problem with its field path;
 * `apply`: which entries configure which device (class entries first, claim entries
-  win; `requests` filters; kind vs device type), the merged result, the checks that need
-  the device (limits no larger than what the share holds) and the CDI env it yields.
+  win; `requests` filters; kind vs device type), the merged result and the checks that
+  need the device.
 
 Example (a claim's `spec.devices.config[]` entry)::
 
@@ -20,7 +22,7 @@ Example (a claim's `spec.devices.config[]` entry)::
         kind: GpuConfig
         sharing:
           strategy: MPS                 # or TimeSlicing
-          mps:
+          mpsConfig:
             defaultActiveThreadPercentage: 50
             defaultPinnedMemoryLimit: 4Gi
 """

@@ -5,41 +5,31 @@ Rules:
 * only entries for this driver reach us (`allocation.py` drops the others);
 * application order: every `FromClass` entry, then every `FromClaim` entry, each group in
   the order of `status.allocation.devices.config`; a later entry's fields replace an
-  earlier one's (`types.merged`), so the claim wins over the class;
+  earlier one's (`merged`), so the claim wins over the class;
 * an entry with `requests` applies only to results of those requests (`req` also
   matches `req/sub` results); an entry without `requests` applies to every device of
-  the claim whose type its kind configures (GpuConfig -> gpu, NicConfig -> nic);
+  the claim whose type its kind's handler configures (GpuConfig -> gpu, ...);
 * errors: an entry that names a request whose device is of another type (e.g. a
   NicConfig for a GPU request), and an entry without `requests` that configures no
   device of the claim at all; both are mistakes a user wants to hear about;
-* limits that depend on the device: an MPS pinned-memory limit may not exceed the
-  memory the device or share holds, a NIC rate limit not the bandwidth it holds.
+* limits that depend on the device are the handler's `device_problems` (an MPS
+  pinned-memory limit may not exceed the memory the device or share holds).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from fractions import Fraction
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from driver.claims.allocation import OpaqueConfig
 from driver.claims.config.decode import ConfigError, decode_config
-from driver.claims.config.types import (
-    TIME_SLICING,
-    DeviceConfig,
-    GpuConfig,
-    NicConfig,
-    merged,
-)
-from driver.claims.config.validate import validation_problems
-from driver.claims.errors import quantity_text
-from driver.devices.quantity import ceil_int, format_quantity
+from driver.claims.config.handler import ConfigHandler, ConfigTarget
+
+__all__ = ["ConfigEntry", "ConfigTarget", "Resolved", "decode_entries", "merged",
+           "resolve_all"]
 
 FROM_CLASS = "FromClass"
-
-# Env keys (after the per-device prefix, see `driver.claims.env`).
-GPU_ENV = "GPU_"
-NIC_ENV = "NIC_"
 
 
 @dataclass(frozen=True)
@@ -49,7 +39,8 @@ class ConfigEntry:
     source: str  # FromClass or FromClaim
     requests: tuple[str, ...]  # empty: every request
     path: str  # where its parameters sit in the claim
-    config: DeviceConfig
+    config: Any
+    handler: ConfigHandler
 
     def applies_to(self, request: str) -> bool:
         """True when this entry configures results of `request` (`req` covers `req/sub`)."""
@@ -59,16 +50,24 @@ class ConfigEntry:
 
 
 @dataclass(frozen=True)
-class ConfigTarget:
-    """A prepared device as config sees it."""
+class Resolved:
+    """The effective config of one device and the handler of its kind."""
 
-    requests: tuple[str, ...]  # as allocated
-    device_type: str
-    label: str  # how messages name it, e.g. "device node-a/nic-0 share <id>"
-    granted: Mapping[str, Fraction]  # what it holds of each capacity
+    config: Any
+    handler: ConfigHandler
+
+    def env(self) -> list[tuple[str, str]]:
+        """The handler's env entries for this config."""
+        return list(self.handler.env(self.config))
+
+    def to_json(self) -> dict[str, Any]:
+        """The canonical JSON form, recorded with the prepared claim."""
+        return self.config.to_json()
 
 
-def decode_entries(entries: Sequence[OpaqueConfig]) -> list[ConfigEntry]:
+def decode_entries(
+    entries: Sequence[OpaqueConfig], handlers: Sequence[ConfigHandler]
+) -> list[ConfigEntry]:
     """Every entry decoded and validated, class entries first; ConfigError lists every
     problem of every entry."""
     ordered = sorted(entries, key=lambda e: e.source != FROM_CLASS)  # stable
@@ -77,15 +76,15 @@ def decode_entries(entries: Sequence[OpaqueConfig]) -> list[ConfigEntry]:
     for entry in ordered:
         path = f"{entry.path or 'config'}.opaque.parameters"
         try:
-            config = decode_config(entry.parameters, path)
+            config, handler = decode_config(entry.parameters, path, handlers)
         except ConfigError as exc:
             problems += [f"{p} ({entry.source or 'unknown source'})" for p in exc.problems]
             continue
-        found = validation_problems(config, path)
+        found = handler.problems(config, path)
         if found:
             problems += [f"{p} ({entry.source})" for p in found]
             continue
-        decoded.append(ConfigEntry(entry.source, entry.requests, path, config))
+        decoded.append(ConfigEntry(entry.source, entry.requests, path, config, handler))
     if problems:
         raise ConfigError(problems)
     return decoded
@@ -93,23 +92,22 @@ def decode_entries(entries: Sequence[OpaqueConfig]) -> list[ConfigEntry]:
 
 def resolve_all(
     entries: Sequence[ConfigEntry], targets: Sequence[ConfigTarget]
-) -> list[DeviceConfig | None]:
+) -> list[Resolved | None]:
     """The effective config of each target (None: not configured); ConfigError lists
     every problem."""
     problems: list[str] = []
     used: set[int] = set()
-    results: list[DeviceConfig | None] = []
+    results: list[Resolved | None] = []
     for target in targets:
-        config, origin = _resolve(entries, target, used, problems)
-        if config is not None:
-            problems += _device_problems(config, origin, target)
-        results.append(config)
+        resolved, origin = _resolve(entries, target, used, problems)
+        if resolved is not None:
+            problems += resolved.handler.device_problems(resolved.config, target, origin)
+        results.append(resolved)
     for index, entry in enumerate(entries):
         if not entry.requests and index not in used:
-            kind = entry.config.KIND
             problems.append(
-                f"{entry.path}: kind {kind} configures devices of type "
-                f"{entry.config.DEVICE_TYPE}, but the claim has none ({entry.source})"
+                f"{entry.path}: kind {entry.handler.kind} configures devices of type "
+                f"{entry.handler.device_type}, but the claim has none ({entry.source})"
             )
     if problems:
         raise ConfigError(problems)
@@ -118,94 +116,37 @@ def resolve_all(
 
 def _resolve(
     entries: Sequence[ConfigEntry], target: ConfigTarget, used: set[int], problems: list[str]
-) -> tuple[DeviceConfig | None, dict[str, str]]:
-    config: DeviceConfig | None = None
+) -> tuple[Resolved | None, dict[str, str]]:
+    resolved: Resolved | None = None
     origin: dict[str, str] = {}  # field -> path of the entry that set it last
     for index, entry in enumerate(entries):
         if not any(entry.applies_to(r) for r in target.requests):
             continue
-        if target.device_type != entry.config.DEVICE_TYPE:
+        handler = entry.handler
+        if target.device_type != handler.device_type:
             if entry.requests:
                 problems.append(
-                    f"{entry.path}.kind: {entry.config.KIND} configures devices of type "
-                    f"{entry.config.DEVICE_TYPE}, but request {', '.join(target.requests)} "
+                    f"{entry.path}.kind: {handler.kind} configures devices of type "
+                    f"{handler.device_type}, but request {', '.join(target.requests)} "
                     f"got {target.label} of type {target.device_type} ({entry.source})"
                 )
             continue
         used.add(index)
-        config = entry.config if config is None else merged(config, entry.config)
+        if resolved is None or resolved.handler is not handler:
+            resolved = Resolved(entry.config, handler)
+        else:
+            resolved = Resolved(merged(resolved.config, entry.config), handler)
         for f in fields(entry.config):
             if getattr(entry.config, f.name) is not None:
                 origin[f.name] = entry.path
-    return config, origin
+    return resolved, origin
 
 
-def _device_problems(
-    config: DeviceConfig, origin: Mapping[str, str], target: ConfigTarget
-) -> list[str]:
-    if isinstance(config, GpuConfig):
-        mps = config.sharing.mps if config.sharing else None
-        if mps is None or mps.default_pinned_memory_limit is None:
-            return []
-        return _at_most(
-            mps.default_pinned_memory_limit,
-            target,
-            "memory",
-            f"{origin.get('sharing')}.sharing.mps.defaultPinnedMemoryLimit",
-        )
-    if config.rate_limit is None:
-        return []
-    return _at_most(config.rate_limit, target, "bandwidth", f"{origin.get('rate_limit')}.rateLimit")
-
-
-def _at_most(amount: Fraction, target: ConfigTarget, capacity: str, path: str) -> list[str]:
-    held = target.granted.get(capacity)
-    if held is None or amount <= held:
-        return []
-    return [
-        # `held` (a share's consumedCapacity) may be finer than milli-units.
-        f"{path}: {format_quantity(amount)} is more than the {quantity_text(held)} of "
-        f"{capacity} that {target.label} holds"
-    ]
-
-
-def config_env(config: DeviceConfig | None) -> list[tuple[str, str]]:
-    """(key, value) env entries that tell the workload its configuration."""
-    if config is None:
-        return []
-    if isinstance(config, GpuConfig):
-        return _gpu_env(config)
-    return _nic_env(config)
-
-
-def _gpu_env(config: GpuConfig) -> list[tuple[str, str]]:
-    sharing = config.sharing
-    if sharing is None:
-        return []
-    env = [(f"{GPU_ENV}SHARING_STRATEGY", sharing.strategy)]
-    if sharing.strategy == TIME_SLICING:
-        interval = sharing.time_slicing.interval if sharing.time_slicing else None
-        env.append((f"{GPU_ENV}TIME_SLICE_INTERVAL", interval or "Default"))
-    mps = sharing.mps
-    if mps is not None and mps.default_active_thread_percentage is not None:
-        env.append(
-            (f"{GPU_ENV}MPS_ACTIVE_THREAD_PERCENTAGE", str(mps.default_active_thread_percentage))
-        )
-    if mps is not None and mps.default_pinned_memory_limit is not None:
-        env += _quantity_env(f"{GPU_ENV}MPS_PINNED_MEMORY_LIMIT", mps.default_pinned_memory_limit)
-    return env
-
-
-def _nic_env(config: NicConfig) -> list[tuple[str, str]]:
-    env = []
-    if config.mtu is not None:
-        env.append((f"{NIC_ENV}MTU", str(config.mtu)))
-    if config.vlan is not None:
-        env.append((f"{NIC_ENV}VLAN", str(config.vlan)))
-    if config.rate_limit is not None:
-        env += _quantity_env(f"{NIC_ENV}RATE_LIMIT", config.rate_limit)
-    return env
-
-
-def _quantity_env(key: str, amount: Fraction) -> list[tuple[str, str]]:
-    return [(key, format_quantity(amount)), (f"{key}_VALUE", str(ceil_int(amount)))]
+def merged(earlier: Any, later: Any) -> Any:
+    """`earlier` with every top-level field that `later` sets replaced (same type)."""
+    if type(earlier) is not type(later):
+        raise TypeError(f"cannot merge {type(earlier).__name__} with {type(later).__name__}")
+    changes = {
+        f.name: getattr(later, f.name) for f in fields(later) if getattr(later, f.name) is not None
+    }
+    return replace(earlier, **changes)

@@ -1,15 +1,15 @@
 """The kinds of `simdra.dra.example.com/v1alpha1`, one per device type.
 
 Every field is optional so that a class can set some fields and a claim others; merging
-(`merged`) goes top-level field by field, the later entry winning. `sharing` is one
+(`apply.merged`) goes top-level field by field, the later entry winning. `sharing` is one
 field: a claim that switches the strategy replaces the class's whole sharing block.
 
 GpuConfig::
 
     sharing:
       strategy: TimeSlicing | MPS                      # required inside sharing
-      timeSlicing: {interval: Default|Short|Medium|Long}   # only with TimeSlicing
-      mps:                                               # only with MPS
+      timeSlicingConfig: {interval: Default|Short|Medium|Long}   # only with TimeSlicing
+      mpsConfig:                                               # only with MPS
         defaultActiveThreadPercentage: 1..100
         defaultPinnedMemoryLimit: <quantity> > 0, at most the memory the device/share has
 
@@ -24,14 +24,12 @@ NicConfig::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from driver.devices.quantity import format_quantity
-
-API_GROUP = "simdra.dra.example.com"
-API_VERSION = f"{API_GROUP}/v1alpha1"
+from driver.claims.config.handler import API_VERSION
+from driver.core.quantity import format_quantity
 
 TIME_SLICING = "TimeSlicing"
 MPS = "MPS"
@@ -81,12 +79,12 @@ class GpuConfig:
         if self.sharing is not None:
             sharing: dict[str, Any] = {"strategy": self.sharing.strategy}
             if self.sharing.time_slicing is not None:
-                sharing["timeSlicing"] = _set_fields(
+                sharing["timeSlicingConfig"] = _set_fields(
                     {"interval": self.sharing.time_slicing.interval}
                 )
             if self.sharing.mps is not None:
                 mps = self.sharing.mps
-                sharing["mps"] = _set_fields(
+                sharing["mpsConfig"] = _set_fields(
                     {
                         "defaultActiveThreadPercentage": mps.default_active_thread_percentage,
                         "defaultPinnedMemoryLimit": _quantity(mps.default_pinned_memory_limit),
@@ -116,22 +114,6 @@ class NicConfig:
 
 
 DeviceConfig = GpuConfig | NicConfig
-KINDS: dict[str, type[GpuConfig] | type[NicConfig]] = {
-    GpuConfig.KIND: GpuConfig,
-    NicConfig.KIND: NicConfig,
-}
-
-
-def merged(earlier: DeviceConfig, later: DeviceConfig) -> DeviceConfig:
-    """`earlier` with every top-level field that `later` sets replaced (same kind)."""
-    if type(earlier) is not type(later):
-        raise TypeError(f"cannot merge {earlier.KIND} with {later.KIND}")
-    changes = {
-        f.name: getattr(later, f.name) for f in fields(later) if getattr(later, f.name) is not None
-    }
-    return replace(earlier, **changes)
-
-
 def _set_fields(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 

@@ -39,22 +39,22 @@ def _sharing(sharing: GpuSharing, path: str) -> list[str]:
         )
     if sharing.time_slicing is not None:
         if sharing.strategy != TIME_SLICING:
-            problems.append(f"{path}.timeSlicing: only allowed with strategy {TIME_SLICING}")
+            problems.append(f"{path}.timeSlicingConfig: only allowed with strategy {TIME_SLICING}")
         interval = sharing.time_slicing.interval
         if interval is not None and interval not in TIME_SLICE_INTERVALS:
             problems.append(
-                f"{path}.timeSlicing.interval: {interval!r} is not one of "
+                f"{path}.timeSlicingConfig.interval: {interval!r} is not one of "
                 f"{', '.join(TIME_SLICE_INTERVALS)}"
             )
     if sharing.mps is not None:
         if sharing.strategy != MPS:
-            problems.append(f"{path}.mps: only allowed with strategy {MPS}")
+            problems.append(f"{path}.mpsConfig: only allowed with strategy {MPS}")
         percentage = sharing.mps.default_active_thread_percentage
         problems += _in_range(
-            percentage, THREAD_PERCENTAGE_RANGE, f"{path}.mps.defaultActiveThreadPercentage"
+            percentage, THREAD_PERCENTAGE_RANGE, f"{path}.mpsConfig.defaultActiveThreadPercentage"
         )
         problems += _positive(
-            sharing.mps.default_pinned_memory_limit, f"{path}.mps.defaultPinnedMemoryLimit"
+            sharing.mps.default_pinned_memory_limit, f"{path}.mpsConfig.defaultPinnedMemoryLimit"
         )
     return problems
 

@@ -1,6 +1,6 @@
 """FpgaBackend: FPGA cards as exclusive DRA devices, a worked example of a custom backend.
 
-    simdra run --device-backend driver.devices.examples.fpga:FpgaBackend
+    simdra run --device-backend fpga    # or driver.devices.examples.fpga:FpgaBackend
 
 It reads the kernel's FPGA manager class (Documentation/ABI/testing/
 sysfs-class-fpga-manager): one `<sysfs>/class/fpga_manager/fpga<N>` per FPGA, with
@@ -34,13 +34,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from driver.config import Config
+from driver.devices.backend import BackendContext
 from driver.devices.model import JSON, Device, Inventory, Pool
 from driver.devices.sysfs.files import read_text, resolve
 from driver.devices.sysfs.names import label, unique_names
 from driver.devices.sysfs.values import string_attr
 
-PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # a standard attribute (facts 4.7)
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # a standard attribute (api-facts 4.7)
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _DFL_FME = re.compile(r"^dfl-fme\.\d+$")
 _DFL_NODE = re.compile(r"^dfl-(fme|port)\.\d+$")
@@ -64,12 +64,17 @@ class FpgaCard:
 
 
 class FpgaBackend:
-    """The DeviceBackend: every FPGA manager under `config.sysfs_root`, in one pool
+    """The DeviceBackend: every FPGA manager under `context.sysfs_root`, in one pool
     named after the node."""
 
-    def __init__(self, config: Config) -> None:
-        self.sysfs_root = Path(config.sysfs_root)
-        self.pool = config.node_name
+    device_types = ("fpga",)
+    # What a workload needs to know about its card, besides name, pool and type.
+    env_attributes = {"manager": "MANAGER", "state": "STATE", PCI_BUS_ID: "PCI_BUS_ID"}
+    config_handlers = ()  # the cards take no opaque configuration
+
+    def __init__(self, context: BackendContext) -> None:
+        self.sysfs_root = Path(context.sysfs_root)
+        self.pool = context.node_name
 
     def discover(self) -> Inventory:
         """Read the tree, then build devices from what was read."""

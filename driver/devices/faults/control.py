@@ -134,7 +134,7 @@ class FaultFile:
 @contextlib.contextmanager
 def hold_lock(path: Path, timeout: float) -> Iterator[None]:
     """Hold an exclusive flock on `path` (created when missing); FaultLockTimeout."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):

@@ -3,9 +3,9 @@ the inventory, marked devices report UNHEALTHY to the kubelet."""
 
 from __future__ import annotations
 
+from driver.core.health import DeviceHealth, HealthStatus
 from driver.devices.faults.state import FaultState
 from driver.devices.model import Inventory, Pool
-from driver.kubelet.health import DeviceHealth, HealthStatus
 
 
 def apply_removals(inventory: Inventory, state: FaultState) -> Inventory:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from driver.core.validation import dns_label_errors, pool_name_errors
 from driver.devices.faults.errors import FaultError
-from driver.slices.validation import dns_label_errors, pool_name_errors
 
 
 def parse_target(text: str) -> tuple[str | None, str]:

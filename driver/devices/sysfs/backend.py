@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from driver.devices.backend import BackendContext
 from driver.devices.model import Device, Inventory, Pool
 from driver.devices.sysfs.draft import DeviceDraft
 from driver.devices.sysfs.gpus import gpu_drafts, present_control_nodes
@@ -27,6 +28,8 @@ class SysfsBackend:
     psutil fills interface facts that sysfs leaves unknown, but only for the real `/sys`.
     """
 
+    device_types = ("gpu", "nic")
+
     def __init__(self, sysfs_root: Path = REAL_SYSFS, dev_root: Path = Path("/dev"), *,
                  node_name: str, driver_name: str, include_virtual_nics: bool = False,
                  nvml: NvmlSource | None = None) -> None:
@@ -36,6 +39,12 @@ class SysfsBackend:
         self.driver_name = driver_name
         self.include_virtual_nics = include_virtual_nics
         self._nvml = nvml if nvml is not None else PynvmlSource()
+
+    @classmethod
+    def from_context(cls, context: BackendContext) -> SysfsBackend:
+        """The backend `--device-backend sysfs` makes."""
+        return cls(context.sysfs_root, context.dev_root, node_name=context.node_name,
+                   driver_name=context.driver_name)
 
     def discover(self) -> Inventory:
         """Scan the tree. Names derive from PCI addresses and interface names, so the same

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from driver.core.quantity import format_quantity
 from driver.devices.model import JSON
-from driver.devices.quantity import format_quantity
 from driver.devices.sysfs.draft import DeviceDraft, pci_attributes
 from driver.devices.sysfs.files import read_int
 from driver.devices.sysfs.names import gpu_name

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from driver.core.quantity import format_quantity
 from driver.devices.model import JSON
-from driver.devices.quantity import format_quantity
 from driver.devices.sysfs.draft import DeviceDraft, pci_attributes
 from driver.devices.sysfs.files import follow, read_int, read_text, resolve
 from driver.devices.sysfs.names import nic_name

@@ -1,7 +1,7 @@
 """The test allocator's parts, split by role.
 
-`cel` (selector subset), `pools` (slices -> usable devices), `requests` (claim requests
-normalized), `usage` (what other claims hold), `search` (the backtracking core),
-`diagnose` (failure messages), `result` (AllocationResult JSON). The public entry points
-live in `driver.testing.allocator`.
+`cel` (selectors: celpy in the Kubernetes DRA CEL environment), `pools` (slices -> usable
+devices), `requests` (claim requests normalized), `usage` (what other claims hold),
+`search` (the backtracking core), `diagnose` (failure messages), `result`
+(AllocationResult JSON). The public entry points live in `driver.testing.allocator`.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from driver.devices.quantity import QuantityError, format_quantity
+from driver.core.quantity import QuantityError, format_quantity
 
 _DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
 

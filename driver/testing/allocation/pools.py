@@ -2,7 +2,7 @@
 
 Per (driver, pool) only slices with the highest generation count, and a pool is used
 only when it is complete (as many slices at that generation as `resourceSliceCount`
-says), like the scheduler (facts 4.3). Devices keep their published JSON.
+says), like the scheduler (api-facts 4.3). Devices keep their published JSON.
 
 Node selection supported: slice `nodeName`, slice `allNodes`, and with
 `perDeviceNodeSelection` the device's own `nodeName` / `allNodes`. Slices or devices
@@ -19,7 +19,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 from driver.testing.allocation.cel import DeviceView
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device)

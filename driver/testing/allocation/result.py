@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from driver.devices.quantity import format_quantity
+from driver.core.quantity import format_quantity
 from driver.testing.allocation.requests import RequestSpec
 from driver.testing.allocation.search import Pick
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 from driver.devices.request_policy import NoFit, consumed_amount
 from driver.testing.allocation.cel import SelectorError
 from driver.testing.allocation.errors import AllocationError

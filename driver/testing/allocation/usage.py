@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 from driver.testing.allocation.format import human_quantity
 from driver.testing.allocation.pools import Candidate, DeviceKey, Pool
 from driver.testing.allocation.requests import claim_label

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from driver.slices.validation import FieldError
+from driver.core.validation import FieldError
 
 JSON = dict[str, Any]
 

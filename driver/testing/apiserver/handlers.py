@@ -24,6 +24,7 @@ from driver.testing.apiserver.resources import NODES, ResourceType
 from driver.testing.apiserver.routes import Route
 from driver.testing.apiserver.selectors import selector_for
 from driver.testing.apiserver.store import ABSENT, StaleObject, Store, key_of, object_rv
+from driver.testing.apiserver.validation import check_decodable
 from driver.testing.apiserver.watch import WatchRequest
 
 JSON = dict[str, Any]
@@ -171,6 +172,7 @@ class API:
             raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
 
     def _invalid(self, resource: ResourceType, obj: JSON, current: JSON | None) -> None:
+        check_decodable(resource.kind, obj)  # a real server fails these while decoding
         found = lifecycle.validation_errors(resource, obj, current, self.config.kubernetes_version)
         if found:
             name = obj["metadata"].get("name") or obj["metadata"].get("generateName") or ""

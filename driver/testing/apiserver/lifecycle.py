@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from driver.slices.validation import (
+from driver.core.validation import (
     FieldError,
     dns_subdomain_errors,
     immutable_field_errors,
@@ -21,6 +21,7 @@ from driver.slices.validation import (
 from driver.testing.apiserver.errors import STALE, APIError, bad_request, conflict, internal
 from driver.testing.apiserver.resources import ResourceType
 from driver.testing.apiserver.schema import schema_errors
+from driver.testing.apiserver.validation import claim_spec_errors, class_spec_errors
 
 JSON = dict[str, Any]
 
@@ -211,9 +212,25 @@ def validation_errors(
     errors += dns_subdomain_errors(obj["metadata"].get("name"), "metadata.name")
     if current is not None and resource.immutable_spec and obj.get("spec") != current.get("spec"):
         errors.append(invalid("spec", "<spec>", "field is immutable"))
+    errors += _spec_errors(resource, obj, current)
     if resource.plural == "resourceclaims":
         errors += claim_status_errors(obj, current)
     return errors
+
+
+def _spec_errors(resource: ResourceType, obj: JSON, current: JSON | None) -> list[FieldError]:
+    """The rules of a claim's, template's or class's spec (a claim's and a template's spec
+    are immutable: on update only immutability is checked, as the server does)."""
+    spec = obj.get("spec")
+    if resource.plural == "deviceclasses":
+        return class_spec_errors(spec, (current or {}).get("spec") if current else None)
+    if current is not None:
+        return []
+    if resource.plural == "resourceclaims":
+        return claim_spec_errors(spec, "spec")
+    if resource.plural == "resourceclaimtemplates":
+        return claim_spec_errors((spec or {}).get("spec"), "spec.spec")
+    return []
 
 
 def claim_status_errors(claim: JSON, current: JSON | None) -> list[FieldError]:

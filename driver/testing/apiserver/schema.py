@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from driver.slices.validation import FieldError, forbidden, invalid, not_supported, required
+from driver.core.validation import FieldError, forbidden, invalid, not_supported, required
 
 DEFAULT_VERSION = "1.35"
 

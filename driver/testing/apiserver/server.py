@@ -75,6 +75,8 @@ class _Handler(BaseHTTPRequestHandler):
             result = self.server.api.serve(request)
         except Exception as exc:  # a bug in the stand-in must still answer like a server
             log.exception("apiserver: %s %s failed", self.command, self.path)
+            self.server.internal_errors.append(
+                f"{self.command} {url.path}: {type(exc).__name__}: {exc}")
             error = errors.internal(f"{type(exc).__name__}: {exc}")
             result = Reply(error.code, error.status())
         if isinstance(result, WatchRequest):
@@ -130,6 +132,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], api: API) -> None:
         super().__init__(address, _Handler)
         self.api = api
+        self.internal_errors: list[str] = []  # shared with APIServer.internal_errors
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
 
@@ -193,6 +196,9 @@ class APIServer:
         self._address = (host, port)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        # "<verb> <path>: <exception>" of every request the stand-in itself failed (500
+        # without an injected fault): a bug here, which waiting clients cannot outlast.
+        self.internal_errors: list[str] = []
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -206,6 +212,7 @@ class APIServer:
             return self
         self.store.reopen()
         self._server = _Server(self._address, self._api)
+        self._server.internal_errors = self.internal_errors
         self._address = (self._address[0], self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever,

@@ -1,0 +1,152 @@
+"""What a kind of opaque configuration provides: the `ConfigHandler` protocol, and the
+strict field reader handlers decode with.
+
+A device kind that takes per-claim parameters declares one handler per config kind (the
+backend's `config_handlers`, see docs/driver-authors.md). The plugin does the rest:
+picks the handler by `kind`, checks `apiVersion`, rejects unknown fields, applies class
+entries before claim entries (the claim wins, field by field), filters by `requests`
+and device type, and puts the handler's env entries into the container's environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Protocol
+
+from driver.core.quantity import QuantityError, format_quantity, parse_quantity
+
+API_GROUP = "simdra.dra.example.com"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+
+
+class ConfigError(ValueError):
+    """One or more problems of one opaque config entry, each naming its field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class ConfigTarget:
+    """A prepared device as config sees it."""
+
+    requests: tuple[str, ...]  # as allocated
+    device_type: str
+    label: str  # how messages name it, e.g. "device node-a/nic-0 share <id>"
+    granted: Mapping[str, Fraction]  # what it holds of each capacity
+
+
+class ConfigHandler(Protocol):
+    """One kind of opaque parameters (e.g. `GpuConfig`) for devices of one type.
+
+    The decoded config must be a frozen dataclass whose fields are all optional (None:
+    not set), so that a claim entry can override a class entry field by field, with a
+    `to_json()` giving its canonical JSON (recorded with the prepared claim).
+    """
+
+    api_version: str  # e.g. "simdra.dra.example.com/v1alpha1"
+    kind: str  # e.g. "GpuConfig"
+    device_type: str  # the `type` attribute of the devices it configures
+
+    def decode(self, fields: FieldReader) -> Any:
+        """The typed config from the parameters' fields (apiVersion and kind are read
+        already; fields not read are reported as unknown). Wrong JSON types are reported
+        by the reader; return a config even then."""
+        ...
+
+    def problems(self, config: Any, path: str) -> list[str]:
+        """Value rules that need no device: `<path>.<field>: <reason>` for each broken one."""
+        ...
+
+    def device_problems(self, config: Any, target: ConfigTarget,
+                        origin: Mapping[str, str]) -> list[str]:
+        """Rules that need the device (limits within what it holds); `origin` maps each
+        field to the path of the entry that set it last."""
+        ...
+
+    def env(self, config: Any) -> Sequence[tuple[str, str]]:
+        """(KEY, value) env entries that tell the workload its configuration; KEY goes
+        after the device's `SIMDRA_DEVICE_<ID>_` prefix."""
+        ...
+
+
+class FieldReader:
+    """Reads the fields of one JSON object strictly, each problem with its field path,
+    remembering which fields were read so that the rest can be reported as unknown."""
+
+    def __init__(self, raw: Mapping[str, Any], path: str, problems: list[str]) -> None:
+        self.raw = raw
+        self.path = path
+        self.problems = problems
+        self._known: set[str] = set()
+
+    def field(self, name: str) -> tuple[str, Any]:
+        """(path, raw value or None) of field `name`, which counts as known from now on."""
+        self._known.add(name)
+        return f"{self.path}.{name}", self.raw.get(name)
+
+    def string(self, name: str) -> str | None:
+        """A string field (None when absent)."""
+        path, value = self.field(name)
+        if value is None or isinstance(value, str):
+            return value
+        return self._wrong(path, value, "a string")
+
+    def integer(self, name: str) -> int | None:
+        """An integer field (None when absent; booleans are not integers)."""
+        path, value = self.field(name)
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        return self._wrong(path, value, "an integer")
+
+    def boolean(self, name: str) -> bool | None:
+        """A boolean field (None when absent)."""
+        path, value = self.field(name)
+        if value is None or isinstance(value, bool):
+            return value
+        return self._wrong(path, value, "true or false")
+
+    def quantity(self, name: str) -> Fraction | None:
+        """A Kubernetes quantity such as "4Gi" (None when absent)."""
+        path, value = self.field(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            return self._wrong(path, value, 'a quantity such as "4Gi" or "500M"')
+        try:
+            amount = parse_quantity(value)
+            format_quantity(amount)  # finer than milli-units cannot be written back
+        except QuantityError as exc:
+            self.problems.append(f"{path}: {exc}")
+            return None
+        return amount
+
+    def obj(self, name: str) -> FieldReader | None:
+        """A reader for a nested object (None when absent); call its `finish()`."""
+        path, value = self.field(name)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            return self._wrong(path, value, "an object")
+        return FieldReader(value, path, self.problems)
+
+    def finish(self) -> None:
+        """Report every field that was not read as unknown."""
+        for name in sorted(set(self.raw) - self._known):
+            self.problems.append(f"{self.path}.{name}: unknown field")
+
+    def _wrong(self, path: str, value: Any, expected: str) -> None:
+        self.problems.append(f"{path}: {show(value)} is not {expected}")
+        return None
+
+
+def show(value: Any) -> str:
+    """A JSON value as messages name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict | list):
+        return type(value).__name__
+    return repr(value)

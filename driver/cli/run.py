@@ -1,0 +1,141 @@
+"""`simdra run`: the plugin's flags, each also read from an environment variable with the
+name users of the Go DRA drivers already know, checked into a Config before anything
+starts. Imports nothing heavy until the flags are good (and nothing of driver.testing)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from driver.cli.parser import (
+    SubParsers,
+    UsageError,
+    boolean,
+    check,
+    driver_name,
+    integer,
+    number,
+)
+from driver.config import Config
+
+# (flag, env var, default, help)
+_RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
+    ("--node-name", "NODE_NAME", None, "name of the node this plugin runs on (required)"),
+    ("--driver-name", "DRIVER_NAME", "dra.example.com", "DRA driver name (a DNS subdomain)"),
+    ("--kubeconfig", "KUBECONFIG", None, "kubeconfig file; unset means in-cluster config"),
+    ("--kubelet-registrar-directory-path", "KUBELET_REGISTRAR_DIRECTORY_PATH",
+     "/var/lib/kubelet/plugins_registry", "kubelet plugin registration directory"),
+    ("--kubelet-plugins-directory-path", "KUBELET_PLUGINS_DIRECTORY_PATH",
+     "/var/lib/kubelet/plugins", "directory holding the plugin's data directory"),
+    ("--cdi-root", "CDI_ROOT", "/var/run/cdi", "directory for generated CDI spec files"),
+    ("--device-backend", "DEVICE_BACKEND", "fake",
+     "device backend: a registered name (driver/devices/registry.py: fake, sysfs, ...) "
+     "or package.module:ClassName"),
+    ("--device-profile", "DEVICE_PROFILE", "gpu",
+     "fake devices: comma list of gpu | gpu-shared | gpu-partitioned, and nic; "
+     "or the path of an inventory file (a value with a / or a .yaml/.yml/.json suffix)"),
+    ("--num-devices", "NUM_DEVICES", "8", "number of fake devices per profile"),
+    ("--sysfs-root", "SYSFS_ROOT", "/sys", "sysfs mount the sysfs backend reads"),
+    ("--dev-root", "DEV_ROOT", "/dev",
+     "where the sysfs backend finds device nodes (the host's /dev as mounted here)"),
+    ("--pod-uid", "POD_UID", None, "pod UID; when set, socket names allow rolling updates"),
+    ("--healthcheck-port", "HEALTHCHECK_PORT", "-1", "gRPC health port (-1: off)"),
+    ("--metrics-port", "METRICS_PORT", "-1", "Prometheus metrics port (-1: off)"),
+    ("--rescan-interval", "RESCAN_INTERVAL", "10",
+     "seconds between device rescans (an inventory file is also watched for changes)"),
+    ("--claim-status", "CLAIM_STATUS", "false",
+     "write status.devices of prepared claims (true/false; needs extra RBAC)"),
+    ("--log-format", "LOG_FORMAT", "text", "log format: text or json"),
+    ("--verbosity", "VERBOSITY", "0", "log verbosity: 0 info, 1-3 driver debug, 4+ all debug"),
+]
+
+
+def add_parser(commands: SubParsers) -> None:
+    """Register `run` with `simdra`'s sub-commands."""
+    run = commands.add_parser("run", help="run the kubelet plugin")
+    for flag, env, default, text in _RUN_FLAGS:
+        names = [flag, "-v"] if flag == "--verbosity" else [flag]
+        run.add_argument(*names, default=os.environ.get(env, default),
+                         help=f"{text} [env {env}; default {default}]")
+    run.set_defaults(handler=handle, command_parser=run)
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """Validate `run` flags into a Config; raises UsageError naming the flag."""
+    if not args.node_name:
+        raise UsageError("--node-name (env NODE_NAME) is required")
+    driver = driver_name(args.driver_name, "--driver-name")
+    backend = _backend(args.device_backend)
+    return Config(
+        node_name=args.node_name,
+        driver_name=driver,
+        kubeconfig=args.kubeconfig or None,
+        registrar_dir=Path(args.kubelet_registrar_directory_path),
+        plugins_dir=Path(args.kubelet_plugins_directory_path),
+        cdi_root=Path(args.cdi_root),
+        device_backend=backend,
+        device_profile=_profile(args.device_profile),
+        sysfs_root=Path(args.sysfs_root),
+        dev_root=Path(args.dev_root),
+        num_devices=integer(args.num_devices, "--num-devices", 0, 100_000),
+        pod_uid=args.pod_uid or None,
+        healthcheck_port=integer(args.healthcheck_port, "--healthcheck-port", -1, 65535),
+        metrics_port=integer(args.metrics_port, "--metrics-port", -1, 65535),
+        rescan_interval=number(args.rescan_interval, "--rescan-interval", 0.5, 86400),
+        claim_status=boolean(args.claim_status, "--claim-status"),
+        log_format=check(args.log_format, "--log-format", lambda v: v in ("text", "json"),
+                          "must be text or json"),
+        verbosity=integer(args.verbosity, "--verbosity", 0, 10),
+    )
+
+
+def _backend(value: str) -> str:
+    """A registered backend name, or a `module:Class` that imports and has `discover()`;
+    a registered backend is imported too, so a broken one fails here, not later."""
+    from driver.devices.loader import BackendSpecError, load_backend_class
+    from driver.devices.registry import BACKENDS, backend_spec
+
+    try:
+        load_backend_class(backend_spec(value))
+    except BackendSpecError as err:
+        rule = f"must be one of {', '.join(BACKENDS)} or package.module:ClassName"
+        raise UsageError(f"--device-backend={value!r}: {rule}; {err}") from None
+    return value
+
+
+def _profile(value: str) -> str:
+    """Built-in profile names (a comma list), or the path of a readable inventory file.
+
+    A value is a path only if it looks like one (has a `/` or a .yaml/.yml/.json
+    suffix), so a mistyped profile name is reported as one, not as a missing file.
+    """
+    from driver.devices.profiles import looks_like_path, parse_profiles
+
+    if looks_like_path(value):
+        try:
+            with open(value, "rb"):
+                pass
+        except OSError as err:
+            raise UsageError(f"--device-profile={value!r}: cannot read the inventory "
+                             f"file: {err.strerror or err}") from None
+        return value
+    try:
+        parse_profiles(value)
+    except ValueError as err:
+        raise UsageError(f"--device-profile={value!r}: {err}; or give the path of an "
+                         "inventory file (with a / or a .yaml, .yml or .json suffix)") from None
+    return value
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the plugin until it is told to stop; returns the exit status."""
+    from driver.kube import ClusterConfigError
+    from driver.plugin import run_plugin  # imported late: `simdra --help` stays fast
+
+    config = config_from_args(args)
+    try:
+        return run_plugin(config)
+    except ClusterConfigError as err:  # --kubeconfig, or no in-cluster configuration
+        raise UsageError(str(err)) from None
+

@@ -1,0 +1,179 @@
+"""The publisher's worker thread: plan each pool that needs it, write the plan, verify it.
+
+Each pass takes the work queue's pending work, adopts a new inventory (`validated`),
+and for each pool to look at plans the difference between the desired and the observed
+slices (`diff.plan_pool`, pure), sends it (`writes`), then plans again at once to check
+the result (normally an empty plan); a pool that keeps needing writes is slowed down
+instead of looping. Errors back off per pool (so one pool's trouble does not delay
+another): a 409 re-reads the slice and retries at once (a few times);
+429/5xx/connection errors back off exponentially with jitter (capped at 30 s,
+Retry-After respected). A pool whose last plan was empty is clean; the queue is synced
+when nothing is pending and every valid pool is clean.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from driver.devices.model import Inventory
+from driver.slices.api import ApiError, SliceApi
+from driver.slices.backoff import Backoff
+from driver.slices.diff import PoolPlan, SliceTarget, plan_pool, plan_removal
+from driver.slices.node_uid import NodeUid
+from driver.slices.observed import SliceCache
+from driver.slices.server_changes import ServerChanges
+from driver.slices.stats import PublisherCounters
+from driver.slices.validated import ValidatedPools
+from driver.slices.workqueue import Work, WorkQueue
+from driver.slices.writes import QUICK_RETRY_KINDS, SliceWriter
+
+# One logger for all of the publisher's lines, as before it was split by role.
+log = logging.getLogger("driver.slices.publisher")
+
+_MAX_QUICK_RETRIES = 3
+_MAX_VERIFY_ROUNDS = 3
+
+
+class Reconciler:
+    """Keeps each pool's slices equal to its desired slices; `run()` is the thread's body.
+
+    Its state is the worker thread's own; the parts `Publisher.stats()` reads (`pools`'
+    problems, `server_changes`' reports, `node_uid.uid`) change holding `lock`.
+    """
+
+    def __init__(
+        self,
+        api: SliceApi,
+        cache: SliceCache,
+        queue: WorkQueue,
+        counters: PublisherCounters,
+        lock: threading.Condition,
+        stop: threading.Event,
+        *,
+        backoff: Backoff,
+        node_uid_max_age: float,
+        write_concurrency: int,
+    ) -> None:
+        self._driver, self._node = api.driver, api.node
+        self._cache, self._queue, self._counters = cache, queue, counters
+        self._stop, self._backoff = stop, backoff
+        self.pools = ValidatedPools(api.driver, api.node, lock)
+        self.server_changes = ServerChanges(lock)
+        self.node_uid = NodeUid(api, queue, counters, backoff, api.node, node_uid_max_age)
+        self._writer = SliceWriter(api, cache, counters, self.server_changes, write_concurrency)
+        self._clean: dict[str, bool] = {}  # pool -> its last plan was empty
+        self._attempts: dict[str, int] = {}  # pool -> failed writes in a row
+        self._verify_rounds: dict[str, int] = {}  # pool -> non-empty plans in a row
+
+    def run(self) -> None:
+        """Take work and run passes until stopped; a failed pass retries every pool."""
+        while (work := self._queue.take()) is not None:
+            try:
+                self._run_pass(work)
+            except Exception:  # never let a bug end publishing for good
+                log.exception("slice publishing pass failed; retrying all pools")
+                self._counters.count_error("internal")
+                self._queue.retry_all(self._universe(), self._backoff.cap)
+            self._queue.finish_pass(self._all_clean)
+
+    def _run_pass(self, work: Work) -> None:
+        pools = set(work.pools)
+        if work.inventory is not None:
+            pools |= self._apply_inventory(work.inventory)
+        if work.all_pools:
+            pools |= self._universe()
+        pools -= set(self.pools.problems)  # invalid pools: reported, left as they are
+        pools = self._queue.due(pools, time.monotonic())
+        if not pools:
+            return
+        if not self.node_uid.ensure(pools):
+            return
+        for pool in sorted(pools):
+            if self._stop.is_set():
+                return
+            self._reconcile_pool(pool)
+
+    def _universe(self) -> set[str]:
+        """Pools to keep in shape: valid desired pools and any pool we have slices of."""
+        return (set(self.pools.desired) | set(self._cache.by_pool())) - set(self.pools.problems)
+
+    def _all_clean(self) -> bool:
+        return all(self._clean.get(p, False) for p in self._universe())
+
+    def _apply_inventory(self, inventory: Inventory) -> set[str]:
+        """Adopt a new inventory; returns the pools whose desired slices changed."""
+        changed = self.pools.adopt(inventory, self.node_uid.uid)
+        for name in changed:
+            self._clean.pop(name, None)
+            self.server_changes.forget(name)
+        return changed
+
+    def _plan(self, pool: str) -> PoolPlan:
+        observed = self._cache.pool_slices(pool)
+        desired = self.pools.desired.get(pool)
+        if desired is None:
+            return plan_removal(pool, observed)
+        assert self.node_uid.uid is not None
+        target = SliceTarget(self._driver, self._node, self.node_uid.uid)
+        return plan_pool(desired, observed, target, self.server_changes.accepted(pool),
+                         frozenset(self._writer.taken_names))
+
+    def _reconcile_pool(self, pool: str) -> None:
+        self._counters.count_reconcile()
+        plan = self._plan(pool)
+        creates = any(w.verb == "create" for w in plan.writes)
+        if creates and self.node_uid.stale:
+            if not self.node_uid.ensure({pool}, refresh=True):
+                return
+            plan = self._plan(pool)
+        if plan.empty:
+            self._clean[pool] = True
+            self._attempts.pop(pool, None)
+            self._verify_rounds.pop(pool, None)
+            return
+        self._clean[pool] = False
+        _log_plan(plan)
+        try:
+            if not self._writer.execute(plan, self.pools.desired.get(pool), self._stop):
+                return
+        except ApiError as err:
+            self._handle_error(pool, err)
+            return
+        self._verify(pool)
+
+    def _verify(self, pool: str) -> None:
+        """Check the result with a fresh plan right away (normally empty); a plan that
+        keeps needing writes is slowed down instead of looping."""
+        rounds = self._verify_rounds.get(pool, 0) + 1
+        self._verify_rounds[pool] = rounds
+        if rounds <= _MAX_VERIFY_ROUNDS:
+            self._queue.signal({pool}, urgent=True)
+        else:
+            log.warning("pool %r still differs after %d rounds of writes; slowing down",
+                        pool, rounds)
+            self._queue.retry(pool, self._backoff.delay(rounds - _MAX_VERIFY_ROUNDS))
+
+    def _handle_error(self, pool: str, err: ApiError) -> None:
+        self._counters.count_error(err.kind)
+        attempts = self._attempts.get(pool, 0) + 1
+        self._attempts[pool] = attempts
+        if err.kind in QUICK_RETRY_KINDS:
+            self._writer.reread(err)
+            if attempts <= _MAX_QUICK_RETRIES:
+                log.info("pool %r: %s; re-read, retrying now", pool, err)
+                self._queue.retry(pool, 0.0)
+                return
+        delay = self._backoff.delay(attempts - 1, err.retry_after)
+        log.warning("pool %r: %s; retrying in %.2fs", pool, err, delay)
+        self._queue.retry(pool, delay)
+
+
+def _log_plan(plan: PoolPlan) -> None:
+    counts = {verb: sum(w.verb == verb for w in plan.writes)
+              for verb in ("delete", "update", "create")}
+    log.info("pool %r: publishing generation %d%s with %d slices: %d deletes, "
+             "%d updates, %d creates", plan.pool, plan.generation,
+             " (bumped)" if plan.bumped else "", plan.slice_count, counts["delete"],
+             counts["update"], counts["create"])

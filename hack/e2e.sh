@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The real-cluster e2e: builds (once, cached) etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubelet from their source modules, starts them on loopback and runs
+# the scenarios in tests/e2e (pytest marker `e2e`), then prints a scenario table.
+#
+#   ./hack/e2e.sh                     # all scenarios
+#   ./hack/e2e.sh -k cel              # pytest arguments pass through
+#   K8S_VERSION=1.35.4 ./hack/e2e.sh  # another release (1.34.x-1.37.x)
+#
+# Logs of every component: $SIMDRA_E2E_LOGS (default: a fresh directory, printed).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=hack/venv.sh
+source "$root/hack/venv.sh"
+cd "$root"
+export SIMDRA_E2E_LOGS=${SIMDRA_E2E_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/simdra-e2e.XXXXXX")}
+pids="$SIMDRA_E2E_LOGS/pids"
+cleanup() {
+  # Whatever pytest could not stop (it was killed): every process the run started.
+  if [ -f "$pids" ]; then
+    while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done < "$pids"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start=$(date +%s)
+if ! bin=$(bash tests/e2e/build.sh); then
+  echo "e2e: FAILED in the build of the real components (see the line above)" >&2
+  exit 1
+fi
+echo "e2e: components ready in $(( $(date +%s) - start )) s: $bin" >&2
+export SIMDRA_E2E_BIN=$bin
+echo "e2e: logs in $SIMDRA_E2E_LOGS" >&2
+set +e
+python -m pytest -m e2e tests -p no:cacheprovider -q "$@"
+rc=$?
+set -e
+if [ "$rc" -ne 0 ]; then
+  echo "e2e: FAILED (pytest exit $rc); the E2E FAILED lines above name each scenario; logs: $SIMDRA_E2E_LOGS" >&2
+fi
+exit "$rc"

@@ -1,0 +1,67 @@
+"""The layer contracts (`[tool.importlinter]` in pyproject.toml) fail a wrong import.
+
+Each case copies the package and pyproject.toml to a temporary directory, adds one
+import against a contract to one module, and runs `lint-imports` there, as
+hack/test.sh does in the repository.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# `lint-imports` itself, run by the interpreter running the tests.
+LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; " \
+               "sys.exit(lint_imports_command())"
+
+
+def _contract_names() -> dict[str, str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return {c["id"]: c["name"] for c in config["tool"]["importlinter"]["contracts"]}
+
+
+def _lint_copy(tmp_path: Path, module: str | None = None, line: str = "") -> tuple[int, str]:
+    """Run lint-imports on a copy of the package, with `line` appended to `module`."""
+    shutil.copytree(ROOT / "driver", tmp_path / "driver",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    if module is not None:
+        path = tmp_path / (module.replace(".", "/") + ".py")
+        path.write_text(path.read_text() + f"\n{line}\n")
+    done = subprocess.run([sys.executable, "-c", LINT_IMPORTS, "--no-cache"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
+    code, output = _lint_copy(tmp_path)
+    assert code == 0, output
+    for name in _contract_names().values():
+        assert f"{name} KEPT" in output
+
+
+@pytest.mark.parametrize(("contract", "module", "line"), [
+    # The runtime path importing the harness.
+    ("harness", "driver.slices.desired", "import driver.testing"),
+    # The device layer importing the kubelet layer above it (and its gRPC code).
+    ("layers", "driver.devices.model", "from driver.kubelet import sockets"),
+    # The ground floor importing anything of ours.
+    ("layers", "driver.core.health", "import driver.devices.model"),
+    # One lane importing the other.
+    ("lanes", "driver.slices.desired", "import driver.claims.types"),
+    # The claim lane importing the layer above it.
+    ("layers", "driver.claims.plan", "import driver.slices.api"),
+])
+def test_a_wrong_import_breaks_its_contract(
+    tmp_path: Path, contract: str, module: str, line: str
+) -> None:
+    code, output = _lint_copy(tmp_path, module, line)
+    assert code != 0, output
+    assert f"{_contract_names()[contract]} BROKEN" in output
+    assert module in output  # the report names the importing module
