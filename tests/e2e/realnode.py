@@ -136,7 +136,10 @@ def node_images(node_bin: Path) -> Path:
     return _script("images.sh", str(node_bin / "pause"))
 
 
-@pytest.fixture(scope="session")
+# Module scope: the node and its DaemonSet exist only while the node scenarios run, so
+# the run's other scenarios (emulated nodes, "stays Pending" checks) never see its
+# devices.
+@pytest.fixture(scope="module")
 def real_node(
     control_plane: ControlPlane, e2e_bin: Path, node_bin: Path, node_images: Path
 ) -> Iterator[Node]:
@@ -160,7 +163,17 @@ def real_node(
             pytest.fail(str(err), pytrace=False)
         yield node
     finally:
-        node.stop()
+        try:
+            node.stop()
+        finally:
+            # The Node object and its slices go too: the scheduler must not pick them.
+            cp.kubectl("delete", "node", REAL_NODE, "--ignore-not-found", check=False)
+            cp.kubectl(
+                "delete",
+                "resourceslices",
+                f"--field-selector=spec.nodeName={REAL_NODE}",
+                check=False,
+            )
 
 
 # -- the plugin's DaemonSet --------------------------------------------------------------
@@ -296,14 +309,23 @@ class PluginDeployment:
         return self.cp.kubectl("logs", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"]).stdout
 
     def delete(self) -> None:
-        """Remove everything the overlay made and wait for the plugin pods to go."""
+        """Remove what the overlay made, except the DeviceClasses the run's other
+        scenarios use too, and wait for the plugin pods to go."""
+        rendered = self.cp.kubectl("kustomize", str(self.workdir), check=False).stdout
+        docs = [d for d in rendered.split("\n---\n") if "\nkind: DeviceClass\n" not in f"\n{d}\n"]
         self.cp.kubectl(
-            "delete", "-k", str(self.workdir), "--ignore-not-found", "--wait=false", check=False
+            "delete",
+            "-f",
+            "-",
+            "--ignore-not-found",
+            "--wait=false",
+            input="\n---\n".join(docs),
+            check=False,
         )
         wait("plugin pods gone", lambda: not self.pods(), 90, self.node.kubelet_log, self.describe)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def plugin(real_node: Node, control_plane: ControlPlane) -> Iterator[PluginDeployment]:
     """deploy/overlays/fake on the real node (8 GPUs, 8 NICs)."""
     with tempfile.TemporaryDirectory(prefix="simdra-e2e-overlay-") as tmp:

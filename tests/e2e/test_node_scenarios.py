@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from driver.devices.quantity import parse_quantity
+from driver.core.quantity import parse_quantity
 
 from . import realnode
 from .realnode import (
