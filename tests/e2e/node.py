@@ -199,6 +199,7 @@ class Node:
         api_server: tuple[str, int] | None = None,
         kubelet_root: Path = Path("/var/lib/kubelet"),
         labels: dict[str, str] | None = None,
+        on_spawn: Callable[[int], None] | None = None,
     ) -> None:
         self.name = name
         self.kubeconfig = kubeconfig
@@ -225,6 +226,7 @@ class Node:
         self._cgroups_made: list[Path] = []
         self._lo_added: list[str] = []
         self._hosts_line = ""
+        self._on_spawn = on_spawn  # e.g. note the pid for a cleanup outside pytest
 
     # ----- start ---------------------------------------------------------------
 
@@ -498,6 +500,8 @@ state = "{cd / "state"}"
             self._procs[name] = subprocess.Popen(
                 args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
+        if self._on_spawn:
+            self._on_spawn(self._procs[name].pid)
 
     def _alive(self, name: str) -> bool:
         p = self._procs.get(name)

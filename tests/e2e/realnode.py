@@ -28,7 +28,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from .controlplane import ControlPlane
+from .controlplane import ControlPlane, record_pid
 from .node import SIMDRA_IMAGE, Node, NodeBinaries, NodeError, require_disposable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,6 +155,7 @@ def real_node(
         log_dir=_logs_dir() / REAL_NODE,
         api_server=("127.0.0.1", cp.port),
         labels={NODE_LABEL: "true"},
+        on_spawn=record_pid,  # hack/e2e.sh ends them even if pytest is killed
     )
     try:
         try:
