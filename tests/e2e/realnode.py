@@ -1,0 +1,606 @@
+"""Fixtures and helpers for the real-node scenarios (tests/e2e/test_node_*.py).
+
+`real_node`: containerd + the real kubelet joined to the run's control plane as
+REAL_NODE (tests/e2e/node.py). `plugin`: our DaemonSet applied with
+`kubectl apply -k` from an overlay of deploy/overlays/<name> that only sets the image to
+the locally built tag and keeps the DaemonSet on the real node (the run's other nodes
+are emulated). `kube`: pods and claim templates in NAMESPACE, removed after each test.
+
+Every wait is bounded and fails with one line naming the scenario step, the object and
+the log file to read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from .controlplane import ControlPlane, record_pid
+from .node import SIMDRA_IMAGE, Node, NodeBinaries, NodeError, require_disposable
+
+REPO = Path(__file__).resolve().parents[2]
+REAL_NODE = "e2e-node"
+NAMESPACE = "e2e-node"
+PLUGIN_NAMESPACE = "simdra"
+DRIVER = "dra.example.com"
+NODE_LABEL = "simdra.e2e/real-node"
+CDI_ROOT = Path("/var/run/cdi")
+PLUGINS_DIR = Path("/var/lib/kubelet/plugins")  # deploy/base hostPath
+JSON = dict[str, Any]
+
+
+def _script(name: str, *args: str) -> Path:
+    """Run a build script of tests/e2e; its last stdout line is the path it made."""
+    res = subprocess.run(
+        ["bash", str(REPO / "tests/e2e" / name), *args], capture_output=True, text=True
+    )
+    if res.returncode != 0:
+        lines = res.stderr.strip().splitlines() or [f"{name} exited {res.returncode}"]
+        pytest.fail(lines[-1], pytrace=False)
+    return Path(res.stdout.strip().splitlines()[-1])
+
+
+def _logs_dir() -> Path:
+    from .conftest import logs_dir
+
+    return logs_dir()
+
+
+def gates_of(cp: ControlPlane) -> dict[str, bool]:
+    """The control plane's --feature-gates as a KubeletConfiguration map."""
+    pairs = (g.split("=") for g in cp.feature_gates().split(",") if g)
+    return {k: v == "true" for k, v in pairs}
+
+
+def node_kubeconfig(cp: ControlPlane, node: str, directory: Path) -> Path:
+    """A kubeconfig with a client certificate for `system:node:<node>` (group
+    system:nodes) signed by the control plane's CA: the kubelet's own identity, so the
+    Node authorizer and NodeRestriction judge what it does, as in a real cluster."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key, csr, crt = directory / "kubelet.key", directory / "kubelet.csr", directory / "kubelet.crt"
+    for args in (
+        [
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            f"/O=system:nodes/CN=system:node:{node}",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            cp.certs.ca_cert,
+            "-CAkey",
+            cp.certs.ca_key,
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            crt,
+        ],
+    ):
+        res = subprocess.run(["openssl", *map(str, args)], capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.fail(
+                f"kubelet client certificate: openssl {args[0]}: {res.stderr.strip()[-200:]}",
+                pytrace=False,
+            )
+    path = directory / "kubelet.kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: e2e\n  cluster:\n    server: {cp.server}\n"
+        f"    certificate-authority: {cp.certs.ca_cert}\n"
+        f"users:\n- name: kubelet\n  user:\n    client-certificate: {crt}\n    client-key: {key}\n"
+        "contexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: kubelet\n"
+        "current-context: e2e\n"
+    )
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="session")
+def node_bin() -> Path:
+    """containerd, ctr, the shim and pause (tests/e2e/build-node.sh, cached)."""
+    # Before anything is installed: build-node.sh may apt-get install as root.
+    try:
+        require_disposable()
+    except NodeError as err:
+        pytest.fail(str(err), pytrace=False)
+    return _script("build-node.sh")
+
+
+@pytest.fixture(scope="session")
+def node_images(node_bin: Path) -> Path:
+    """Image archives for containerd (tests/e2e/images.sh, cached)."""
+    return _script("images.sh", str(node_bin / "pause"))
+
+
+# Module scope: the node and its DaemonSet exist only while the node scenarios run, so
+# the run's other scenarios (emulated nodes, "stays Pending" checks) never see its
+# devices.
+@pytest.fixture(scope="module")
+def real_node(
+    control_plane: ControlPlane, e2e_bin: Path, node_bin: Path, node_images: Path
+) -> Iterator[Node]:
+    """The real kubelet on containerd, Ready as REAL_NODE; the machine restored after."""
+    cp = control_plane
+    kubeconfig = node_kubeconfig(cp, REAL_NODE, _logs_dir() / f"{REAL_NODE}-pki")
+    node = Node(
+        REAL_NODE,
+        kubeconfig,
+        NodeBinaries(kubelet=e2e_bin / "kubelet", containerd_bin=node_bin),
+        node_images,
+        gates_of(cp),
+        log_dir=_logs_dir() / REAL_NODE,
+        api_server=("127.0.0.1", cp.port),
+        labels={NODE_LABEL: "true"},
+        on_spawn=record_pid,  # hack/e2e.sh ends them even if pytest is killed
+    )
+    try:
+        try:
+            node.start()
+        except NodeError as err:
+            pytest.fail(str(err), pytrace=False)
+        yield node
+    finally:
+        try:
+            node.stop()
+        finally:
+            # The Node object and its slices go too: the scheduler must not pick them.
+            cp.kubectl("delete", "node", REAL_NODE, "--ignore-not-found", check=False)
+            cp.kubectl(
+                "delete",
+                "resourceslices",
+                f"--field-selector=spec.nodeName={REAL_NODE}",
+                check=False,
+            )
+
+
+# -- the plugin's DaemonSet --------------------------------------------------------------
+
+
+@dataclass
+class PluginDeployment:
+    """Our DaemonSet, applied from a temporary overlay of one of deploy/overlays."""
+
+    cp: ControlPlane
+    node: Node
+    overlay: str
+    workdir: Path
+    tag: str = "e2e"
+
+    @property
+    def kustomization(self) -> Path:
+        return self.workdir / "kustomization.yaml"
+
+    def write(self) -> None:
+        """An overlay that changes only the image and where the DaemonSet runs."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        name, _, _ = SIMDRA_IMAGE.rpartition(":")
+        # kustomize takes only relative paths to other kustomizations.
+        base = os.path.relpath(REPO / "deploy/overlays" / self.overlay, self.workdir)
+        self.kustomization.write_text(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+            f"resources:\n  - {base}\n"
+            f"images:\n  - name: simdra\n    newName: {name}\n    newTag: {self.tag}\n"
+            "patches:\n  - target: {kind: DaemonSet, name: simdra-kubelet-plugin}\n"
+            "    patch: |-\n"
+            "      - op: add\n        path: /spec/template/spec/nodeSelector\n"
+            f'        value: {{{NODE_LABEL}: "true"}}\n'
+        )
+
+    def apply(self) -> None:
+        """kubectl apply -k the overlay and wait until the plugin serves the node."""
+        self.write()
+        self.cp.kubectl("apply", "-k", str(self.workdir))
+        self.wait_ready()
+
+    def set_tag(self, tag: str) -> None:
+        """A new image tag: the DaemonSet rolls its pod (kubectl apply -k again)."""
+        self.tag = tag
+        self.write()
+        self.cp.kubectl("apply", "-k", str(self.workdir))
+
+    def pods(self) -> list[JSON]:
+        core = client.CoreV1Api(self.cp.api_client())
+        items = core.list_namespaced_pod(
+            PLUGIN_NAMESPACE, label_selector="app.kubernetes.io/name=simdra"
+        ).items
+        return [self.cp.api_client().sanitize_for_serialization(p) for p in items]
+
+    def ready_pods(self) -> list[JSON]:
+        return [
+            p for p in self.pods() if _pod_ready(p) and not p["metadata"].get("deletionTimestamp")
+        ]
+
+    def wait_ready(self, timeout: float = 180) -> None:
+        """One plugin pod Ready and the node's pools published."""
+        wait(
+            f"plugin DaemonSet pod Ready on {self.node.name}",
+            lambda: bool(self.ready_pods()),
+            timeout,
+            self.node.kubelet_log,
+            lambda: self.describe(),
+        )
+        wait(
+            f"plugin ResourceSlices for {self.node.name}",
+            lambda: bool(node_slices(self.cp, self.node.name)),
+            timeout,
+            self.node.kubelet_log,
+            lambda: self.describe(),
+        )
+
+    def describe(self) -> str:
+        """Plugin pods' phase and last container state, for failure messages."""
+        parts = []
+        for p in self.pods():
+            statuses = p.get("status", {}).get("containerStatuses") or []
+            state = statuses[0].get("state") if statuses else p.get("status", {}).get("conditions")
+            parts.append(f"{p['metadata']['name']}: {p['status'].get('phase')} {state}")
+        return "; ".join(parts) or "no plugin pods"
+
+    @contextlib.contextmanager
+    def using(self, overlay: str) -> Iterator[None]:
+        """Switch the DaemonSet to another overlay (a rolling update) and back after."""
+        before = self.overlay
+        self.overlay = overlay
+        self.apply_and_roll()
+        try:
+            yield
+        finally:
+            self.overlay = before
+            self.apply_and_roll()
+
+    def apply_and_roll(self, timeout: float = 180) -> None:
+        """Apply the overlay and wait until only pods of the new template serve."""
+        old = {p["metadata"]["uid"] for p in self.pods()}
+        self.write()
+        self.cp.kubectl("apply", "-k", str(self.workdir))
+        self.wait_rolled(old, timeout)
+
+    def wait_rolled(self, old_uids: set[str], timeout: float = 180) -> None:
+        """Wait until no pod in `old_uids` is left and a new one is Ready."""
+
+        def rolled() -> bool:
+            pods = self.pods()
+            return not any(p["metadata"]["uid"] in old_uids for p in pods) and any(
+                _pod_ready(p) for p in pods
+            )
+
+        wait(
+            f"plugin DaemonSet rolled to overlay {self.overlay} tag {self.tag}",
+            rolled,
+            timeout,
+            self.node.kubelet_log,
+            self.describe,
+        )
+
+    def exec(self, *command: str) -> str:
+        """Run a command in the (one) Ready plugin pod; its stdout."""
+        [pod] = self.ready_pods()
+        res = self.cp.kubectl(
+            "exec", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"], "--", *command
+        )
+        return res.stdout
+
+    def logs(self) -> str:
+        """The Ready plugin pod's log."""
+        [pod] = self.ready_pods()
+        return self.cp.kubectl("logs", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"]).stdout
+
+    def delete(self) -> None:
+        """Remove what the overlay made, except the DeviceClasses the run's other
+        scenarios use too, and wait for the plugin pods to go."""
+        rendered = self.cp.kubectl("kustomize", str(self.workdir), check=False).stdout
+        docs = [d for d in rendered.split("\n---\n") if "\nkind: DeviceClass\n" not in f"\n{d}\n"]
+        self.cp.kubectl(
+            "delete",
+            "-f",
+            "-",
+            "--ignore-not-found",
+            "--wait=false",
+            input="\n---\n".join(docs),
+            check=False,
+        )
+        wait("plugin pods gone", lambda: not self.pods(), 90, self.node.kubelet_log, self.describe)
+
+
+@pytest.fixture(scope="module")
+def plugin(real_node: Node, control_plane: ControlPlane) -> Iterator[PluginDeployment]:
+    """deploy/overlays/fake on the real node (8 GPUs, 8 NICs)."""
+    with tempfile.TemporaryDirectory(prefix="simdra-e2e-overlay-") as tmp:
+        dep = PluginDeployment(control_plane, real_node, "fake", Path(tmp))
+        try:
+            dep.apply()
+            yield dep
+        finally:
+            dep.delete()
+
+
+# -- waiting -----------------------------------------------------------------------------
+
+
+def wait(
+    what: str,
+    check: Callable[[], bool],
+    timeout: float,
+    log: Path | None,
+    detail: Callable[[], str] | None = None,
+) -> None:
+    """Poll `check` until true; else fail with one line: what, detail, log file."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    extra = ""
+    if detail:
+        try:
+            extra = f": {detail()}"
+        except Exception as exc:  # the detail is best effort
+            extra = f": ({exc})"
+    raise AssertionError(f"{what}: not within {timeout:.0f} s{extra} (log: {log})")
+
+
+def _pod_ready(pod: JSON) -> bool:
+    conds = pod.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+
+def node_slices(cp: ControlPlane, node: str) -> list[JSON]:
+    """The driver's ResourceSlices of `node`."""
+    res = client.ResourceV1Api(cp.api_client())
+    items = res.list_resource_slice(field_selector=f"spec.nodeName={node}").items
+    out = [cp.api_client().sanitize_for_serialization(s) for s in items]
+    return [s for s in out if s["spec"]["driver"] == DRIVER]
+
+
+def plugin_usage() -> JSON:
+    """`simdra usage -o json` over the plugin's state on the node (its hostPath)."""
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driver",
+            "usage",
+            "--plugin-dir",
+            str(PLUGINS_DIR / DRIVER),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert res.returncode == 0, f"simdra usage on the node failed: {res.stderr.strip()[-300:]}"
+    return json.loads(res.stdout)
+
+
+def cdi_files() -> set[str]:
+    """The driver's CDI spec files on the node."""
+    prefix = f"k8s.{DRIVER}-device_"
+    return {n for n in os.listdir(CDI_ROOT) if n.startswith(prefix)} if CDI_ROOT.is_dir() else set()
+
+
+# -- workloads ---------------------------------------------------------------------------
+
+
+class Kube:
+    """Pods and ResourceClaimTemplates in NAMESPACE on the real node."""
+
+    def __init__(self, cp: ControlPlane, node: Node) -> None:
+        self.cp, self.node = cp, node
+        self.api = cp.api_client()
+        self.core = client.CoreV1Api(self.api)
+        self.resource = client.ResourceV1Api(self.api)
+
+    def ensure_namespace(self) -> None:
+        try:
+            self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        # The namespace's default ServiceAccount must exist before pods are admitted.
+        wait(
+            f"ServiceAccount default in {NAMESPACE}",
+            lambda: bool(
+                self.core.list_namespaced_service_account(
+                    NAMESPACE, field_selector="metadata.name=default"
+                ).items
+            ),
+            60,
+            None,
+        )
+
+    def template(
+        self,
+        name: str,
+        device_class: str,
+        capacity: dict[str, str] | None = None,
+        count: int = 1,
+        selector: str | None = None,
+    ) -> None:
+        """A ResourceClaimTemplate with one request for `count` devices of a class
+        (optionally with a CEL selector)."""
+        exactly: JSON = {
+            "deviceClassName": device_class,
+            "allocationMode": "ExactCount",
+            "count": count,
+        }
+        if capacity:
+            exactly["capacity"] = {"requests": capacity}
+        if selector:
+            exactly["selectors"] = [{"cel": {"expression": selector}}]
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"spec": {"devices": {"requests": [{"name": "dev", "exactly": exactly}]}}},
+        }
+        self.resource.create_namespaced_resource_claim_template(NAMESPACE, body)
+
+    def pod(
+        self, name: str, template: str, command: str = "env | grep ^SIMDRA_ | sort; exec sleep 3600"
+    ) -> None:
+        """A busybox pod on the real node whose container uses one claim from `template`."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "nodeSelector": {NODE_LABEL: "true"},
+                "dnsPolicy": "Default",  # no cluster DNS here
+                "terminationGracePeriodSeconds": 1,
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "app",
+                        "image": "localhost/simdra-e2e/busybox:1",
+                        "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", command],
+                        "resources": {"claims": [{"name": "dev"}]},
+                    }
+                ],
+                "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}],
+            },
+        }
+        self.core.create_namespaced_pod(NAMESPACE, body)
+
+    def get_pod(self, name: str) -> JSON | None:
+        try:
+            return self.api.sanitize_for_serialization(
+                self.core.read_namespaced_pod(name, NAMESPACE)
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def pod_summary(self, name: str) -> str:
+        """Phase, container state and the pod's last events, for failure messages."""
+        pod = self.get_pod(name)
+        if pod is None:
+            return "pod gone"
+        st = pod.get("status", {})
+        cs = (st.get("containerStatuses") or [{}])[0].get("state")
+        events = self.core.list_namespaced_event(
+            NAMESPACE, field_selector=f"involvedObject.name={name}"
+        ).items
+        last = "; ".join(f"{e.reason}: {e.message}" for e in events[-3:])
+        return f"phase {st.get('phase')}, state {cs}, events: {last}"
+
+    def wait_running(self, name: str, timeout: float = 120) -> JSON:
+        """Wait until the pod's container runs; return the pod."""
+        wait(
+            f"pod {NAMESPACE}/{name} Running on {self.node.name}",
+            lambda: (self.get_pod(name) or {}).get("status", {}).get("phase") == "Running",
+            timeout,
+            self.node.kubelet_log,
+            lambda: self.pod_summary(name),
+        )
+        return self.get_pod(name) or {}
+
+    def env(self, name: str, timeout: float = 60) -> dict[str, str]:
+        """The SIMDRA_ variables the pod's container printed (its log, via the kubelet)."""
+        out: dict[str, str] = {}
+
+        def printed() -> bool:
+            try:
+                text = self.core.read_namespaced_pod_log(name, NAMESPACE)
+            except ApiException:
+                return False
+            out.clear()
+            out.update(line.split("=", 1) for line in text.splitlines() if "=" in line)
+            return bool(out)
+
+        wait(
+            f"pod {NAMESPACE}/{name} printed its env",
+            printed,
+            timeout,
+            self.node.kubelet_log,
+            lambda: self.pod_summary(name),
+        )
+        return out
+
+    def claim_of(self, pod: JSON) -> JSON:
+        """The ResourceClaim the controller made for the pod's one claim."""
+        name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+        return self.api.sanitize_for_serialization(
+            self.resource.read_namespaced_resource_claim(name, NAMESPACE)
+        )
+
+    def delete_pod(self, name: str, timeout: float = 90) -> None:
+        """Delete and wait until the pod object is gone (the kubelet has unprepared)."""
+        try:
+            self.core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=1)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        wait(
+            f"pod {NAMESPACE}/{name} deleted",
+            lambda: self.get_pod(name) is None,
+            timeout,
+            self.node.kubelet_log,
+        )
+
+    def failed_prepares(self) -> list[str]:
+        """Messages of FailedPrepareDynamicResources events of NAMESPACE's pods."""
+        events = self.core.list_namespaced_event(
+            NAMESPACE, field_selector="reason=FailedPrepareDynamicResources"
+        ).items
+        return [f"{e.involved_object.name}: {e.message}" for e in events]
+
+    def delete_all(self) -> None:
+        """Every pod and template of NAMESPACE, waiting until the pods are gone."""
+        for p in self.core.list_namespaced_pod(NAMESPACE).items:
+            self.core.delete_namespaced_pod(p.metadata.name, NAMESPACE, grace_period_seconds=1)
+        self.resource.delete_collection_namespaced_resource_claim_template(NAMESPACE)
+        wait(
+            f"pods in {NAMESPACE} deleted",
+            lambda: not self.core.list_namespaced_pod(NAMESPACE).items,
+            120,
+            self.node.kubelet_log,
+        )
+
+
+@pytest.fixture
+def kube(plugin: PluginDeployment, control_plane: ControlPlane, real_node: Node) -> Iterator[Kube]:
+    """Workloads of one scenario on the real node, all deleted afterwards."""
+    k = Kube(control_plane, real_node)
+    k.ensure_namespace()
+    try:
+        yield k
+    finally:
+        k.delete_all()
+
+
+def unit_env(env: dict[str, str]) -> dict[str, dict[str, str]]:
+    """SIMDRA_DEVICE_<ID>_<KEY>=v grouped as {ID: {KEY: v}} (driver/claims/env.py)."""
+    units: dict[str, dict[str, str]] = {}
+    for key, value in env.items():
+        if key.startswith("SIMDRA_DEVICE_"):
+            uid, _, rest = key[len("SIMDRA_DEVICE_") :].partition("_")
+            units.setdefault(uid, {})[rest] = value
+    return units
