@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -258,16 +258,7 @@ class LocalCluster:
 
     def complete_pools(self) -> dict[str, list[JSON]]:
         """Pool name -> slices, for pools whose newest generation is completely published."""
-        by_pool: dict[str, list[JSON]] = {}
-        for item in self.slices():
-            by_pool.setdefault(item["spec"]["pool"]["name"], []).append(item)
-        complete = {}
-        for pool, items in by_pool.items():
-            newest = max(s["spec"]["pool"]["generation"] for s in items)
-            current = [s for s in items if s["spec"]["pool"]["generation"] == newest]
-            if len(current) == current[0]["spec"]["pool"]["resourceSliceCount"]:
-                complete[pool] = current
-        return complete
+        return complete_pools(self.slices())
 
     def published_devices(self) -> dict[str, JSON]:
         """Device name -> device JSON over all complete pools."""
@@ -324,6 +315,22 @@ class LocalCluster:
         """NodeUnprepareResources for these claims through the kubelet emulator."""
         assert self.kubelet is not None
         return self.kubelet.unprepare(list(refs), driver_name=self.driver_name, version=version)
+
+
+def complete_pools(slices: Iterable[JSON]) -> dict[str, list[JSON]]:
+    """Pool name -> its slices of the newest generation, for the pools whose newest
+    generation is completely published (as many slices as resourceSliceCount says), as
+    a scheduler sees them."""
+    by_pool: dict[str, list[JSON]] = {}
+    for item in slices:
+        by_pool.setdefault(item["spec"]["pool"]["name"], []).append(item)
+    complete = {}
+    for pool, items in by_pool.items():
+        newest = max(s["spec"]["pool"]["generation"] for s in items)
+        current = [s for s in items if s["spec"]["pool"]["generation"] == newest]
+        if len(current) == current[0]["spec"]["pool"]["resourceSliceCount"]:
+            complete[pool] = current
+    return complete
 
 
 def wait_until(predicate: Callable[[], T], timeout: float = 15.0,

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from driver.claims.types import ClaimRef
 from driver.kubelet.sockets import registration_socket_path
-from driver.testing.cluster import PluginProcess, wait_until
+from driver.testing.cluster import PluginProcess, complete_pools, wait_until
 from driver.testing.kubelet import KubeletEmulator
 
 from .controlplane import ControlPlane, free_port, record_pid
@@ -170,17 +170,10 @@ class HostNode:
 
     def pools_complete(self) -> dict[str, list[JSON]]:
         """Pool -> slices of its newest generation, when every pool is complete; else {}."""
-        by_pool: dict[str, list[JSON]] = {}
-        for item in self.slices():
-            by_pool.setdefault(item["spec"]["pool"]["name"], []).append(item)
-        complete = {}
-        for pool, items in by_pool.items():
-            newest = max(s["spec"]["pool"]["generation"] for s in items)
-            current = [s for s in items if s["spec"]["pool"]["generation"] == newest]
-            if len(current) != current[0]["spec"]["pool"]["resourceSliceCount"]:
-                return {}
-            complete[pool] = current
-        return complete
+        slices = self.slices()
+        complete = complete_pools(slices)
+        pools = {s["spec"]["pool"]["name"] for s in slices}
+        return complete if set(complete) == pools else {}
 
     def metrics(self) -> dict[str, float]:
         """The plugin's Prometheus samples, 'name{labels}' -> value."""
