@@ -63,8 +63,8 @@ def control_plane(e2e_bin: Path) -> Iterator[ControlPlane]:
         cp = ControlPlane(e2e_bin, workdir).__enter__()
     except ComponentError as err:
         pytest.fail(f"control plane: {err}", pytrace=False)
-    cp.kubectl("apply", "-f", str(REPO / "deploy/base/deviceclasses.yaml"))
     try:
+        cp.kubectl("apply", "-f", str(REPO / "deploy/base/deviceclasses.yaml"))
         yield cp
     finally:
         cp.stop()
