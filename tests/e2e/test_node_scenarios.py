@@ -288,3 +288,53 @@ def test_node_rolling_update_while_pods_start(kube: Kube, plugin: PluginDeployme
     log = kube.node.kubelet_log.read_text(errors="replace")
     registered = set(re.findall(r"dra\.example\.com-([0-9a-f-]{36})-reg\.sock", log))
     assert {new["metadata"]["uid"], *old} <= registered
+
+
+def _helm(*args: str) -> str:
+    """Real helm (hack/build-helm.sh builds and caches it) against the run's cluster."""
+    import os
+    import subprocess
+
+    helm = os.environ.get("SIMDRA_HELM") or subprocess.run(
+        ["bash", str(realnode.REPO / "hack/build-helm.sh")], capture_output=True, text=True,
+        check=True).stdout.strip().splitlines()[-1]
+    result = subprocess.run([helm, *args], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"helm {args[0]}: {result.stderr.strip()[-500:]}"
+    return result.stdout
+
+
+def test_node_helm_install_serves_the_node(kube: Kube, plugin: PluginDeployment) -> None:
+    """Installed with `helm install` (our chart) instead of kustomize: the DaemonSet pod
+    registers and publishes, and a GPU pod runs with its device; uninstalled after."""
+    plugin.delete()  # the kustomize objects (DeviceClasses stay: the run shares them)
+    core = realnode.client.CoreV1Api(plugin.cp.api_client())
+    wait("namespace simdra gone before helm install",
+         lambda: realnode.PLUGIN_NAMESPACE not in {n.metadata.name for n in
+                                                   core.list_namespace().items},
+         120, kube.node.kubelet_log)
+    name, _, tag = realnode.SIMDRA_IMAGE.rpartition(":")
+    kubeconfig = str(plugin.cp.kubeconfig)
+    try:
+        _helm("install", "simdra", str(realnode.REPO / "deploy/helm/simdra"),
+              "--kubeconfig", kubeconfig,
+              "-f", str(realnode.REPO / "deploy/helm/values/local-image.yaml"),
+              "--set", f"image.repository={name}", "--set", f"image.tag={tag}",
+              "--set", "deviceClasses.enabled=false",
+              "--set-json", f'nodeSelector={{"{realnode.NODE_LABEL}": "true"}}',
+              "--wait", "--timeout", "3m")
+        plugin.wait_ready()
+        kube.template("helm-gpu", "gpu.dra.example.com")
+        kube.pod("helm-gpu-pod", "helm-gpu")
+        pod = kube.wait_running("helm-gpu-pod")
+        [result] = _allocated(kube.claim_of(pod))
+        [unit] = unit_env(kube.env("helm-gpu-pod")).values()
+        assert unit["NAME"] == result["device"]
+    finally:
+        _helm("uninstall", "simdra", "--kubeconfig", kubeconfig, "--wait", "--timeout", "2m")
+        wait("helm release's plugin pods gone", lambda: not plugin.pods(), 120,
+             kube.node.kubelet_log, plugin.describe)
+        wait("namespace simdra gone after helm uninstall",
+             lambda: realnode.PLUGIN_NAMESPACE not in {n.metadata.name for n in
+                                                       core.list_namespace().items},
+             120, kube.node.kubelet_log)
+        plugin.apply()  # back to the kustomize deployment the module's teardown removes
