@@ -11,6 +11,7 @@ import json
 import logging
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -19,7 +20,6 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from driver.claims.types import ClaimRef
-from driver.cli.usage import usage_main
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster, PluginProcess
 
@@ -162,8 +162,12 @@ def _show_spec(cluster: LocalCluster, claim: str) -> None:
 
 def _show_usage(cluster: LocalCluster) -> None:
     _title("6. Capacity in use on the node (simdra usage)")
-    if usage_main(["--plugin-dir", str(cluster.data_dir)]) != 0:
-        raise RuntimeError("simdra usage failed")
+    # The command a user runs (the harness does not import the command line).
+    sys.stdout.flush()
+    done = subprocess.run([sys.executable, "-m", "driver", "usage", "--plugin-dir",
+                           str(cluster.data_dir)], check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"simdra usage failed with exit status {done.returncode}")
 
 
 def _unprepare(cluster: LocalCluster, refs: list[ClaimRef]) -> None:
