@@ -49,6 +49,8 @@ def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("contract", "module", "line"), [
     # The runtime path importing the harness.
     ("harness", "driver.slices.desired", "import driver.testing"),
+    # The harness importing the command line above it.
+    ("harness-below-cli", "driver.testing.demo", "import driver.cli.usage"),
     # The device layer importing the kubelet layer above it (and its gRPC code).
     ("layers", "driver.devices.model", "from driver.kubelet import sockets"),
     # The ground floor importing anything of ours.
