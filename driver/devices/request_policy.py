@@ -66,6 +66,49 @@ def consumed_amount(
     return amount
 
 
+def consumed_text(capacity: Mapping[str, Any], requested: str | None = None) -> str:
+    """The consumedCapacity string the scheduler writes for one share: the quantity as
+    written wherever an amount is taken as is (the request, the policy's default or min,
+    a valid value, the capacity value), and an amount rounded to a step as Kubernetes
+    formats a new BinarySI quantity ("1953125Ki" for 2G). Only the amount matters to a
+    driver, but one that compares strings must meet the real ones here too."""
+    policy = capacity.get("requestPolicy") or None
+    if requested is None:
+        if policy and policy.get("default") is not None:
+            return str(policy["default"])
+        return str(capacity["value"])
+    valid_range = (policy or {}).get("validRange") or {}
+    if valid_range.get("min") is not None:
+        if parse_quantity(requested) < parse_quantity(valid_range["min"]):
+            return str(valid_range["min"])
+        amount = consumed_amount(capacity, requested)
+        if valid_range.get("step") is None or isinstance(amount, NoFit):
+            return str(requested)
+        return binary_si_text(amount)
+    for candidate in (policy or {}).get("validValues") or []:
+        if parse_quantity(requested) <= parse_quantity(candidate):
+            return str(candidate)
+    return str(requested)
+
+
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def binary_si_text(amount: Fraction) -> str:
+    """An integer amount as Kubernetes writes a BinarySI quantity: the largest binary
+    suffix that divides it exactly, no suffix when none does, and decimal notation below
+    1024 (as the apimachinery's canonical form does)."""
+    if amount.denominator != 1:
+        return _fmt(amount)
+    value = amount.numerator
+    if -1024 < value < 1024:
+        return f"{value // 1000}k" if value and value % 1000 == 0 else str(value)
+    power = 0
+    while power < len(_BINARY_SUFFIXES) - 1 and value % 1024 ** (power + 1) == 0:
+        power += 1
+    return f"{value // 1024 ** power}{_BINARY_SUFFIXES[power]}"
+
+
 def remaining(value: QuantityLike, consumed: Iterable[QuantityLike]) -> Fraction:
     """What is left of `value` after the already consumed amounts (may be negative)."""
     return parse_quantity(value) - sum((parse_quantity(c) for c in consumed), Fraction(0))

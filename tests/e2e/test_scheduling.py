@@ -6,10 +6,14 @@ Scenarios: exclusive GPUs, shared NIC bandwidth, partitions, admin access, devic
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+import pytest
+
 from driver.testing.cluster import wait_until
+from driver.testing.scheduler import allocate
 
 from .conftest import GPU_NODE, MIG_NODE
 from .hostnode import DRIVER, HostNode
@@ -193,3 +197,27 @@ def test_unhealthy_device_is_tainted_and_not_picked(gpu_node: HostNode,
     _run(workloads, gpu_node, second)
     _finish(workloads, gpu_node, second)
     _finish(workloads, gpu_node, first)
+
+
+@pytest.mark.parametrize("asked", [None, "1k", "1M", "1G", "2G", "1000000001", "1500M"])
+def test_consumed_capacity_written_as_the_scheduler_does(asked: str | None,
+                                                         gpu_node: HostNode,
+                                                         workloads: Workloads) -> None:
+    """Our allocator writes the same consumedCapacity strings as the real scheduler (the
+    amounts always agreed; a step-rounded one is a BinarySI quantity, e.g. 1953125Ki)."""
+    selectors = ['device.attributes["dra.example.com"].interfaceName == "sim1"']
+    capacity = {"bandwidth": asked} if asked else None
+    template = workloads.template(unique("nic-text"), [
+        exactly("net", NIC, selectors=selectors, capacity=capacity)])
+    pod = workloads.pod(unique("nic-text"), {"net": template}, node=GPU_NODE)
+    assert workloads.wait_scheduled(pod) == GPU_NODE
+    (real,) = workloads.allocated_devices(pod)["net"]
+    claim = {"metadata": {"name": "c", "namespace": "default", "uid": "text"},
+             "spec": {"devices": {"requests": [
+                 exactly("net", NIC, selectors=selectors, capacity=capacity)]}}}
+    raw = workloads.resource.read_device_class(NIC, _preload_content=False)
+    ours = allocate(claim, gpu_node.slices(), {NIC: json.loads(raw.data)},
+                    node_name=gpu_node.name)
+    (mine,) = ours["devices"]["results"]
+    assert mine["consumedCapacity"] == real["consumedCapacity"]
+    workloads.delete_pod(pod)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from driver.core.quantity import format_quantity
+from driver.devices.request_policy import consumed_text
 from driver.testing.allocation.requests import RequestSpec
 from driver.testing.allocation.search import Pick
 
@@ -52,10 +53,21 @@ def _result(pick: Pick) -> JSON:
     if pick.share_id is not None:
         result["shareID"] = pick.share_id
     if pick.consumed is not None:
-        result["consumedCapacity"] = {
-            name: format_quantity(amount) for name, amount in pick.consumed.items()
-        }
+        result["consumedCapacity"] = _consumed_texts(pick)
     return result
+
+
+def _consumed_texts(pick: Pick) -> dict[str, str]:
+    """consumedCapacity as the scheduler writes it (see request_policy.consumed_text)."""
+    assert pick.consumed is not None
+    capacity = pick.device.spec.get("capacity") or {}
+    requested = {pick.device.capacity_name(n) or n: str(a) for n, a in pick.spec.capacity.items()}
+    texts = {}
+    for name, amount in pick.consumed.items():
+        entry = capacity.get(name)
+        texts[name] = (consumed_text(entry, requested.get(name)) if entry is not None
+                       else format_quantity(amount))
+    return texts
 
 
 def _chosen(picks: list[Pick]) -> list[RequestSpec]:
