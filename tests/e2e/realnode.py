@@ -324,6 +324,11 @@ class PluginDeployment:
             check=False,
         )
         wait("plugin pods gone", lambda: not self.pods(), 90, self.node.kubelet_log, self.describe)
+        # Its namespace too, so that whoever applies the manifests next gets a live one.
+        core = client.CoreV1Api(self.cp.api_client())
+        wait(f"namespace {PLUGIN_NAMESPACE} gone",
+             lambda: PLUGIN_NAMESPACE not in {n.metadata.name for n in core.list_namespace().items},
+             120, self.node.kubelet_log)
 
 
 @pytest.fixture(scope="module")

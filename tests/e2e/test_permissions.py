@@ -54,6 +54,12 @@ def _pod_token(cp: ControlPlane) -> str:
 @pytest.fixture(scope="module")
 def restricted_node(control_plane: ControlPlane) -> Iterator[tuple[HostNode, str]]:
     """An emulated node whose plugin holds only our manifests' permissions."""
+    core = client.CoreV1Api(control_plane.api_client())
+
+    def not_terminating() -> bool:  # another scenario may just have removed it
+        found = [n for n in core.list_namespace().items if n.metadata.name == NAMESPACE]
+        return not found or found[0].status.phase != "Terminating"
+    wait_until(not_terminating, 120, f"namespace {NAMESPACE} not terminating")
     for manifest in MANIFESTS:
         control_plane.kubectl("apply", "-f", str(REPO / manifest))
     workdir = logs_dir() / NODE
