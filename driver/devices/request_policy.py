@@ -69,8 +69,8 @@ def consumed_amount(
 def consumed_text(capacity: Mapping[str, Any], requested: str | None = None) -> str:
     """The consumedCapacity string the scheduler writes for one share: the quantity as
     written wherever an amount is taken as is (the request, the policy's default or min,
-    a valid value, the capacity value), and an amount rounded to a step as Kubernetes
-    formats a new BinarySI quantity ("1953125Ki" for 2G). Only the amount matters to a
+    a valid value, the capacity value), and an amount rounded to a step as a new BinarySI
+    quantity reads back ("1953125Ki" for 2G, "1G" for 1G). Only the amount matters to a
     driver, but one that compares strings must meet the real ones here too."""
     policy = capacity.get("requestPolicy") or None
     if requested is None:
@@ -92,21 +92,27 @@ def consumed_text(capacity: Mapping[str, Any], requested: str | None = None) -> 
 
 
 _BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
 
 
 def binary_si_text(amount: Fraction) -> str:
-    """An integer amount as Kubernetes writes a BinarySI quantity: the largest binary
-    suffix that divides it exactly, no suffix when none does, and decimal notation below
-    1024 (as the apimachinery's canonical form does)."""
+    """An integer amount as it reads back from the API server after the scheduler wrote
+    it as a new BinarySI quantity: with the largest binary suffix that divides it
+    exactly ("1953125Ki"); when none does, the plain number the scheduler sends is parsed
+    as a decimal quantity and shown in decimal canonical form ("1G", "1500M")."""
     if amount.denominator != 1:
         return _fmt(amount)
     value = amount.numerator
-    if -1024 < value < 1024:
-        return f"{value // 1000}k" if value and value % 1000 == 0 else str(value)
     power = 0
-    while power < len(_BINARY_SUFFIXES) - 1 and value % 1024 ** (power + 1) == 0:
-        power += 1
-    return f"{value // 1024 ** power}{_BINARY_SUFFIXES[power]}"
+    if not -1024 < value < 1024:
+        while power < len(_BINARY_SUFFIXES) - 1 and value % 1024 ** (power + 1) == 0:
+            power += 1
+    if power:
+        return f"{value // 1024 ** power}{_BINARY_SUFFIXES[power]}"
+    for exponent, suffix in _DECIMAL_SUFFIXES:
+        if value and value % 10**exponent == 0:
+            return f"{value // 10**exponent}{suffix}"
+    return str(value)
 
 
 def remaining(value: QuantityLike, consumed: Iterable[QuantityLike]) -> Fraction:

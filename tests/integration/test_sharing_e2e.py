@@ -192,9 +192,7 @@ def test_forged_negative_share_cannot_make_room_for_an_overbooking(
         ("1k", "1M", "1000000"),  # below the minimum: raised to it
         ("1000001", "1000008", "1000008"),  # between steps: up to min + n * step
         ("1000000500m", "1000008", "1000008"),  # fractional: up as well
-        # on a step: the amount asked, written as the scheduler writes any step-rounded
-        # amount (a BinarySI quantity: no binary suffix divides 2000000)
-        ("2M", "2000000", "2000000"),
+        ("2M", "2M", "2000000"),  # on a step: as asked
     ],
 )
 def test_nic_bandwidth_is_rounded_by_the_request_policy(

@@ -237,9 +237,7 @@ def test_refusal_reports_what_is_left_of_a_partly_used_device():
     [
         pytest.param(None, "1M", id="default"),
         pytest.param("1k", "1M", id="below-min"),
-        # At or above min with a step, the scheduler writes the rounded amount as a new
-        # BinarySI quantity (k8s.io/dynamic-resource-allocation roundUpRange).
-        pytest.param("1M", "1000000", id="exactly-min"),
+        pytest.param("1M", "1M", id="exactly-min"),
         pytest.param("1000001", "1000008", id="between-steps"),
         pytest.param("1000016", "1000016", id="on-a-step"),
     ],
@@ -281,7 +279,8 @@ def test_qualified_capacity_name_matches_the_unqualified_published_one():
     slices = [resource_slice(NIC, [nic(0)])]
     request = exactly("nic", NIC, capacity={"requests": {f"{NIC}/bandwidth": "2G"}})
     result = allocate(claim("a", request), slices, CLASSES)["devices"]["results"][0]
-    assert result["consumedCapacity"]["bandwidth"] == "1953125Ki"  # 2G, as BinarySI
+    # Step-rounded amounts are new BinarySI quantities: 2G reads back as 1953125Ki.
+    assert result["consumedCapacity"]["bandwidth"] == "1953125Ki"
 
 
 # -- request kinds

@@ -59,7 +59,7 @@ def test_allocator_writes_allocation_and_reservation_through_the_api(client):
     assert stored["status"] == written["status"]
     (result,) = stored["status"]["allocation"]["devices"]["results"]
     assert (result["request"], result["device"]) == ("nic", "nic-0")
-    assert result["consumedCapacity"] == {"bandwidth": "1000000000"}  # 1G, step-rounded
+    assert result["consumedCapacity"] == {"bandwidth": "1G"}
     assert result["shareID"]
     assert stored["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0][
         "matchFields"
