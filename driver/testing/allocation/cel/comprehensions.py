@@ -11,7 +11,7 @@ the body is the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from celpy import celtypes
@@ -97,13 +97,7 @@ def _boolean(value: Any) -> Any:
 def _collect(items: list[tuple[Any, ...]], keep: Body | None, value: Body) -> Any:
     """map / filter / transformList: the values for the items `keep` keeps."""
     result = celtypes.ListType()
-    for item in items:
-        kept = _boolean(keep(item)) if keep else celtypes.BoolType(True)
-        if isinstance(kept, CELEvalError):
-            return kept
-        if not kept:
-            continue
-        produced = value(item)
+    for _, produced in _kept_values(items, keep, value):
         if isinstance(produced, CELEvalError):
             return produced
         result.append(produced)
@@ -112,14 +106,25 @@ def _collect(items: list[tuple[Any, ...]], keep: Body | None, value: Body) -> An
 
 def _transform_map(items: list[tuple[Any, ...]], keep: Body | None, value: Body) -> Any:
     result = celtypes.MapType()
-    for item in items:
-        kept = _boolean(keep(item)) if keep else celtypes.BoolType(True)
-        if isinstance(kept, CELEvalError):
-            return kept
-        if not kept:
-            continue
-        produced = value(item)
+    for item, produced in _kept_values(items, keep, value):
         if isinstance(produced, CELEvalError):
             return produced
         result[item[0]] = produced
     return result
+
+
+def _kept_values(items: list[tuple[Any, ...]], keep: Body | None,
+                 value: Body) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(item, its value) for each item `keep` keeps, in order; the first error (of `keep`
+    or of the value) comes as the value, and nothing after it."""
+    for item in items:
+        kept = _boolean(keep(item)) if keep else celtypes.BoolType(True)
+        if isinstance(kept, CELEvalError):
+            yield item, kept
+            return
+        if not kept:
+            continue
+        produced = value(item)
+        yield item, produced
+        if isinstance(produced, CELEvalError):
+            return
