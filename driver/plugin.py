@@ -288,7 +288,7 @@ def run_plugin(config: Config) -> int:
 
 
 def _serve_until_stopped(stop: threading.Event, api: ApiClientLoader) -> int:
-    while not stop.wait(0.2):  # a timed wait keeps signal handling prompt
+    while not stop.wait(1.0):  # a timed wait keeps signal handling prompt
         error = api.error()
         if isinstance(error, ClusterConfigError):
             raise error
