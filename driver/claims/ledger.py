@@ -25,49 +25,43 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from fractions import Fraction
 
+from driver.claims.ledger_problems import (
+    capacity_problems,
+    counter_problems,
+    exclusivity_problems,
+)
+from driver.claims.ledger_totals import (
+    CounterUse,
+    DeviceKey,
+    DeviceTotals,
+    LedgerEntry,
+    PoolTotals,
+)
 from driver.claims.plan import PreparedClaim, PreparedUnit
-from driver.core.quantity import quantity_text
 
-DeviceKey = tuple[str, str]  # (pool, device)
+# LedgerEntry and CounterUse are what the ledger's queries return.
+__all__ = ["CapacityLedger", "CounterKey", "CounterUse", "DeviceKey", "LedgerEntry"]
+
 CounterKey = tuple[str, str]  # (pool, counter set)
-HOLDERS_SHOWN = 8  # claim UIDs named in a refusal
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """One prepared unit as the ledger sees it."""
-
-    claim_uid: str
-    share_id: str | None
-    exclusive: bool
-    admin_access: bool
-    consumed: Mapping[str, Fraction]
-    counters: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # set -> c
-    unreadable: bool = False  # held for a checkpoint record that could not be read
-
-    @property
-    def counts(self) -> bool:
-        """Admin access entries neither consume capacity nor hold exclusivity."""
-        return not self.admin_access
 
 
 class CapacityLedger:
     """Per device, the prepared units of all claims; checks new claims against them.
 
-    Kept incrementally: per device the running totals a check needs (holders, shared
-    capacity in use) and per pool the counters of the devices in use, so adding,
-    removing and checking a claim cost what its own units cost, however many claims
-    the node holds.
+    Kept incrementally (`driver.claims.ledger_totals`): per device the running totals a
+    check needs (holders, shared capacity in use) and per pool the counters of the
+    devices in use, so adding, removing and checking a claim cost what its own units
+    cost, however many claims the node holds. The refusals' texts are in
+    `driver.claims.ledger_problems`.
     """
 
     def __init__(self) -> None:
-        self._by_device: dict[DeviceKey, _DeviceUse] = {}
+        self._by_device: dict[DeviceKey, DeviceTotals] = {}
         self._devices_of_claim: dict[str, set[DeviceKey]] = {}
         self._counter_totals: dict[CounterKey, dict[str, Fraction]] = {}
-        self._pools: dict[str, _PoolUse] = {}
+        self._pools: dict[str, PoolTotals] = {}
         self._unreadable: set[str] = set()
 
     @classmethod
@@ -115,12 +109,12 @@ class CapacityLedger:
         """The counters of a set as last recorded by a prepared unit ({} if unknown)."""
         return dict(self._counter_totals.get((pool, counter_set), {}))
 
-    def counters_used(self, pool: str, exclude_claim: str | None = None) -> _CounterUse:
+    def counters_used(self, pool: str, exclude_claim: str | None = None) -> CounterUse:
         """Per counter set of `pool`: counter -> amount consumed by devices in use, and
         the devices consuming (optionally leaving out one claim's units)."""
         with self._without(exclude_claim):
-            use = self._pools.get(pool, _PoolUse())
-            return _CounterUse(
+            use = self._pools.get(pool, PoolTotals())
+            return CounterUse(
                 {name: dict(amounts) for name, amounts in use.amounts.items()},
                 {name: use.consumers(name) for name in use.amounts},
                 frozenset(use.devices),
@@ -141,43 +135,12 @@ class CapacityLedger:
             if not unit.admin_access:
                 by_device.setdefault((unit.pool, unit.device), []).append(unit)
         for (pool, device), units in by_device.items():
-            use = self._by_device.get((pool, device)) or _DeviceUse()
-            problems.extend(_exclusivity_problems(pool, device, units, use))
-            problems.extend(_capacity_problems(pool, device, units, use))
+            use = self._by_device.get((pool, device)) or DeviceTotals()
+            problems.extend(exclusivity_problems(pool, device, units, use))
+            problems.extend(capacity_problems(pool, device, units, use))
         for pool in dict.fromkeys(pool for pool, _ in by_device):
-            problems.extend(self._counter_problems(pool, by_device))
-        return problems
-
-    def _counter_problems(
-        self, pool: str, by_device: Mapping[DeviceKey, list[PreparedUnit]]
-    ) -> list[str]:
-        in_use = self._pools.get(pool, _PoolUse())
-        asked: dict[str, dict[str, Fraction]] = {}
-        askers: dict[str, list[str]] = {}
-        totals: dict[str, Mapping[str, Fraction]] = {}
-        for (unit_pool, device), units in by_device.items():
-            if unit_pool != pool or device in in_use.devices:
-                continue  # already counted once for the claims using it
-            for name, amounts in units[0].consumes_counters.items():
-                _add(asked.setdefault(name, {}), amounts)
-                askers.setdefault(name, []).append(device)
-                totals[name] = units[0].counter_totals.get(name, {})
-        problems = []
-        for name in sorted(asked):
-            used = in_use.amounts.get(name, {})
-            for counter in sorted(asked[name]):
-                limit = totals[name].get(counter, Fraction(0))
-                in_set = used.get(counter, Fraction(0))
-                if in_set + asked[name][counter] <= limit:
-                    continue
-                holders = ", ".join(in_use.consumers(name)) or "none"
-                problems.append(
-                    f"pool {pool} counter set {name} counter {counter}: total "
-                    f"{quantity_text(limit)}, used {quantity_text(in_set)} by device(s) "
-                    f"{holders}, asked {quantity_text(asked[name][counter])} by device(s) "
-                    f"{', '.join(askers[name])}: "
-                    f"{quantity_text(in_set + asked[name][counter] - limit)} over"
-                )
+            in_use = self._pools.get(pool, PoolTotals())
+            problems.extend(counter_problems(pool, by_device, in_use))
         return problems
 
     def add(self, claim: PreparedClaim) -> None:
@@ -248,11 +211,11 @@ class CapacityLedger:
     def _put(self, claim_uid: str, entries: list[tuple[DeviceKey, LedgerEntry]]) -> None:
         keys = self._devices_of_claim.setdefault(claim_uid, set())
         for key, entry in entries:
-            use = self._by_device.setdefault(key, _DeviceUse())
+            use = self._by_device.setdefault(key, DeviceTotals())
             became_used = use.insert(entry)
             keys.add(key)
             if became_used:
-                self._pools.setdefault(key[0], _PoolUse()).start(key[1], entry.counters)
+                self._pools.setdefault(key[0], PoolTotals()).start(key[1], entry.counters)
 
     def _take(self, claim_uid: str) -> list[tuple[DeviceKey, LedgerEntry]]:
         taken: list[tuple[DeviceKey, LedgerEntry]] = []
@@ -265,152 +228,3 @@ class CapacityLedger:
             if not use.by_claim:
                 del self._by_device[key]
         return taken
-
-
-@dataclass
-class _DeviceUse:
-    """The prepared units of one device and the totals a check reads."""
-
-    by_claim: dict[str, list[LedgerEntry]] = field(default_factory=dict)
-    counting: dict[str, int] = field(default_factory=dict)  # claim -> counting entries
-    exclusive: dict[str, int] = field(default_factory=dict)  # claim -> exclusive ones
-    unreadable: set[str] = field(default_factory=set)
-    sharers: int = 0  # counting entries that are shares
-    shared_used: dict[str, Fraction] = field(default_factory=dict)
-
-    def insert(self, entry: LedgerEntry) -> bool:
-        """Add one entry; True when the device just came into use (first counting one)."""
-        self.by_claim.setdefault(entry.claim_uid, []).append(entry)
-        if not entry.counts:
-            return False
-        became_used = not self.counting
-        uid = entry.claim_uid
-        self.counting[uid] = self.counting.get(uid, 0) + 1
-        if entry.exclusive:
-            self.exclusive[uid] = self.exclusive.get(uid, 0) + 1
-        else:
-            self.sharers += 1
-            _add(self.shared_used, entry.consumed)
-        if entry.unreadable:
-            self.unreadable.add(uid)
-        return became_used
-
-    def pop(self, claim_uid: str) -> tuple[list[LedgerEntry], bool]:
-        """Remove a claim's entries; True when the device is no longer in use."""
-        entries = self.by_claim.pop(claim_uid, [])
-        was_used = bool(self.counting)
-        for entry in entries:
-            if not entry.counts:
-                continue
-            if not entry.exclusive:
-                self.sharers -= 1
-                for name, value in entry.consumed.items():
-                    self.shared_used[name] -= value
-        self.counting.pop(claim_uid, None)
-        self.exclusive.pop(claim_uid, None)
-        self.unreadable.discard(claim_uid)
-        if self.sharers == 0:
-            self.shared_used = {}  # exact zeros; no key for a capacity nobody uses
-        return entries, was_used and not self.counting
-
-
-@dataclass
-class _PoolUse:
-    """Counters consumed in one pool: each device in use counts its counters once."""
-
-    devices: dict[str, Mapping[str, Mapping[str, Fraction]]] = field(default_factory=dict)
-    amounts: dict[str, dict[str, Fraction]] = field(default_factory=dict)
-    users: dict[str, int] = field(default_factory=dict)  # counter set -> devices using it
-
-    def start(self, device: str, counters: Mapping[str, Mapping[str, Fraction]]) -> None:
-        """`device` came into use, consuming `counters`."""
-        self.devices[device] = counters
-        for name, amounts in counters.items():
-            _add(self.amounts.setdefault(name, {}), amounts)
-            self.users[name] = self.users.get(name, 0) + 1
-
-    def stop(self, device: str) -> None:
-        """`device` is no longer in use."""
-        for name, amounts in self.devices.pop(device, {}).items():
-            self.users[name] -= 1
-            if self.users[name] == 0:
-                del self.users[name], self.amounts[name]
-                continue
-            for counter, value in amounts.items():
-                self.amounts[name][counter] -= value
-
-    def consumers(self, counter_set: str) -> list[str]:
-        """The devices in use that consume from `counter_set`, sorted."""
-        return sorted(d for d, counters in self.devices.items() if counter_set in counters)
-
-
-def _exclusivity_problems(
-    pool: str, device: str, units: list[PreparedUnit], use: _DeviceUse
-) -> list[str]:
-    if not use.counting:
-        return []
-    if use.unreadable:
-        return [
-            f"device {pool}/{device} is reserved by an unreadable checkpoint record of claim "
-            f"{', '.join(sorted(use.unreadable))} until the kubelet unprepares that claim"
-        ]
-    holders = _holders(use)
-    if any(u.exclusive for u in units):
-        return [f"device {pool}/{device} is exclusive and already prepared for claim {holders}"]
-    if use.exclusive:
-        # The device was exclusive when the other claim got it (inventory changed since).
-        return [f"device {pool}/{device} is already prepared exclusively for claim {holders}"]
-    return []
-
-
-def _holders(use: _DeviceUse) -> str:
-    # A long list helps nobody and would make the error grow with the node.
-    uids = sorted(use.counting)
-    shown = ", ".join(uids[:HOLDERS_SHOWN])
-    return shown if len(uids) <= HOLDERS_SHOWN else f"{shown} and {len(uids) - HOLDERS_SHOWN} more"
-
-
-def _capacity_problems(
-    pool: str, device: str, units: list[PreparedUnit], use: _DeviceUse
-) -> list[str]:
-    shared = [u for u in units if not u.exclusive]
-    if not shared:
-        return []
-    total = shared[0].device_capacity
-    used = use.shared_used
-    asked = _sum(u.consumed_capacity for u in shared)
-    problems = []
-    for name in sorted(asked):
-        limit = total.get(name, Fraction(0))
-        in_use = used.get(name, Fraction(0))
-        if in_use + asked[name] > limit:
-            shares = ", ".join(str(u.share_id) for u in shared)
-            problems.append(
-                f"device {pool}/{device} capacity {name}: total {quantity_text(limit)}, "
-                f"used {quantity_text(in_use)} by {use.sharers} other share(s), "
-                f"asked {quantity_text(asked[name])} (share {shares}): "
-                f"{quantity_text(in_use + asked[name] - limit)} over capacity"
-            )
-    return problems
-
-
-@dataclass(frozen=True)
-class _CounterUse:
-    """Counters consumed in one pool by the devices in use."""
-
-    amounts: dict[str, dict[str, Fraction]]  # counter set -> counter -> amount
-    consumers: dict[str, list[str]]  # counter set -> devices consuming from it
-    devices: frozenset[str]  # every device in use, with or without counters
-
-
-def _add(into: dict[str, Fraction], amounts: Mapping[str, Fraction]) -> None:
-    for name, value in amounts.items():
-        into[name] = into.get(name, Fraction(0)) + value
-
-
-def _sum(amounts: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:
-    total: dict[str, Fraction] = {}
-    for amount in amounts:
-        for name, value in amount.items():
-            total[name] = total.get(name, Fraction(0)) + value
-    return total
