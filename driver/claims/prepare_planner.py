@@ -5,6 +5,7 @@ check it against the capacity ledger and give its devices to the device hook."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from driver.claims.allocation import parse_claim
@@ -24,22 +25,15 @@ DeviceHook = Callable[[str, str], None]
 Fetched = dict[str, Any] | Exception
 
 
+@dataclass(frozen=True)
 class PreparePlanner:
     """Reads and plans claims for the preparer; writes nothing."""
 
-    def __init__(
-        self,
-        driver_name: str,
-        source: ClaimSource,
-        inventory: InventoryProvider,
-        rules: ClaimRules,
-        device_hook: DeviceHook | None,
-    ) -> None:
-        self._driver = driver_name
-        self._source = source
-        self._inventory = inventory
-        self._rules = rules
-        self._device_hook = device_hook
+    driver_name: str
+    source: ClaimSource
+    inventory: InventoryProvider
+    rules: ClaimRules
+    device_hook: DeviceHook | None
 
     def fetch(self, claims: list[ClaimRef]) -> dict[str, Fetched]:
         """Each claim's JSON, or the exception reading it raised (reported later, as that
@@ -47,7 +41,7 @@ class PreparePlanner:
         fetched: dict[str, Fetched] = {}
         for ref in claims:
             try:
-                fetched[ref.uid] = self._source.get(ref.namespace, ref.name)
+                fetched[ref.uid] = self.source.get(ref.namespace, ref.name)
             except Exception as exc:  # becomes this claim's error, at step "fetch claim"
                 fetched[ref.uid] = exc
         return fetched
@@ -58,21 +52,21 @@ class PreparePlanner:
         """Fetch (unless `fetched`), parse, plan, check against `ledger`, device hook."""
         progress.step = "fetch claim"
         if fetched is None:  # recorded when prepare() looked, gone after the refresh
-            fetched = self._source.get(ref.namespace, ref.name)
+            fetched = self.source.get(ref.namespace, ref.name)
         if isinstance(fetched, Exception):
             raise fetched
         raw = fetched
         progress.step = "read allocation"
-        allocation = parse_claim(raw, self._driver, ref)
+        allocation = parse_claim(raw, self.driver_name, ref)
         progress.step = "read inventory"
-        inventory = self._inventory()
+        inventory = self.inventory()
         progress.step = "plan"
-        prepared = plan_prepare(allocation, inventory, self._driver, self._rules)
+        prepared = plan_prepare(allocation, inventory, self.driver_name, self.rules)
         progress.step = "check capacity"
         problems = ledger.check(prepared)
         if problems:
             raise ClaimError(f"{allocation.label}: " + "; ".join(problems))
-        if self._device_hook is not None:
+        if self.device_hook is not None:
             progress.step = "device hook"
             self._run_device_hook(allocation.label, prepared)
         return prepared
@@ -80,9 +74,9 @@ class PreparePlanner:
     def _run_device_hook(self, label: str, prepared: PreparedClaim) -> None:
         """Give the hook each device once, before any side effect; its exception becomes
         this claim's error (fault injection uses this to fail or delay a prepare)."""
-        assert self._device_hook is not None
+        assert self.device_hook is not None
         for pool, device in dict.fromkeys((u.pool, u.device) for u in prepared.units):
             try:
-                self._device_hook(pool, device)
+                self.device_hook(pool, device)
             except Exception as exc:  # reported as the claim's error
                 raise ClaimError(f"{label}: {exc}") from exc
