@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from driver.core.validation import (
+from driver.testing.apiserver.validation import formats
+from driver.testing.apiserver.validation.field import (
     FieldError,
     duplicate,
     invalid,
@@ -20,7 +21,6 @@ from driver.core.validation import (
     too_long,
     too_many,
 )
-from driver.testing.apiserver.validation import formats
 from driver.testing.apiserver.validation.selectors import selector_list_errors
 
 JSON = dict[str, Any]
