@@ -1,5 +1,6 @@
 """The size limits of a ResourceSlice, as one table keyed by field, and the three ways the
-API server walks a list or a map under such a limit.
+API server walks a list or a map under a limit (also used for claims, whose limits the
+caller passes).
 
 The table is written from the constants of `k8s.io/api/resource` (1.36): where a field is
 not in it, its size is not limited by semantic validation. Paths are written with `*` for
