@@ -142,3 +142,20 @@ def test_errors_read_as_the_server_writes_them() -> None:
     assert error.message == (
         'Unsupported value: "Sometimes": supported values: "NoExecute", "NoSchedule", "None"'
     )
+
+
+def test_an_update_does_not_check_unchanged_capacity_and_taints_again() -> None:
+    """A slice stored under older rules (here: a taint effect and a request policy the
+    current rules refuse) stays writable while those parts are left alone."""
+    capacity = {"bw": {"value": "1", "requestPolicy": {"default": "1"}}}
+    stored = _slice(taints=[{"key": "k", "effect": "Someday"}], capacity=capacity)
+    assert _causes(stored) == {
+        (f"{DEV}.taints[0].effect", "NotSupported"),
+        (f"{DEV}.capacity[bw].requestPolicy", "Forbidden"),
+    }
+    relabelled = copy.deepcopy(stored)
+    relabelled["spec"]["devices"][0]["attributes"]["model"] = {"string": "sim-h100"}
+    assert _causes(relabelled, stored) == set()
+    retainted = copy.deepcopy(relabelled)
+    retainted["spec"]["devices"][0]["taints"][0]["value"] = "v"
+    assert _causes(retainted, stored) == {(f"{DEV}.taints[0].effect", "NotSupported")}

@@ -41,8 +41,15 @@ _SEMVER = re.compile(
 )
 
 
-def device_errors(device: Any, path: str, per_device_nodes: bool) -> list[FieldError]:
-    """Every error of the device at `path` (`spec.devices[i]`)."""
+def device_errors(
+    device: Any, path: str, per_device_nodes: bool, before: dict[str, Any] | None = None
+) -> list[FieldError]:
+    """Every error of the device at `path` (`spec.devices[i]`).
+
+    `before` is the stored device of the same name on an update: capacities and taints
+    left as they were are not checked again (the server's ratcheting), so a slice stored
+    under older rules stays writable.
+    """
     device = device if isinstance(device, dict) else {}
     shared = device.get("allowMultipleAllocations") is True
     errors = formats.dns_label(device.get("name", ""), f"{path}.name")
@@ -50,13 +57,15 @@ def device_errors(device: Any, path: str, per_device_nodes: bool) -> list[FieldE
     errors += each_entry(
         device.get("attributes"), f"{path}.attributes", formats.qualified_name, attribute_errors
     )
-    errors += each_entry(
-        device.get("capacity"),
-        f"{path}.capacity",
-        formats.qualified_name,
-        lambda capacity, where: capacity_errors(capacity, shared, where),
-    )
-    errors += each_item(device.get("taints"), f"{path}.taints", _taint_errors)
+    if before is None or before.get("capacity") != device.get("capacity"):
+        errors += each_entry(
+            device.get("capacity"),
+            f"{path}.capacity",
+            formats.qualified_name,
+            lambda capacity, where: capacity_errors(capacity, shared, where),
+        )
+    if before is None or before.get("taints") != device.get("taints"):
+        errors += each_item(device.get("taints"), f"{path}.taints", _taint_errors)
     errors += each_unique_item(
         device.get("consumesCounters"),
         f"{path}.consumesCounters",

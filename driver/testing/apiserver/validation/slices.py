@@ -41,7 +41,7 @@ def slice_errors(obj: JSON, current: JSON | None = None) -> list[FieldError]:
     errors += slice_nodes_errors(spec, "spec")
     if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         errors.append(invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
-    errors += _devices_errors(spec)
+    errors += _devices_errors(spec, None if current is None else _map(current.get("spec")))
     errors += each_unique_item(
         spec.get("sharedCounters"),
         "spec.sharedCounters",
@@ -83,17 +83,24 @@ def _read(spec: JSON, keys: tuple[str, ...]) -> Any:
     return value
 
 
-def _devices_errors(spec: JSON) -> list[FieldError]:
+def _devices_errors(spec: JSON, before: JSON | None) -> list[FieldError]:
     devices = spec.get("devices")
     per_device_nodes = spec.get("perDeviceNodeSelection") is True
     limit = MAX_DEVICES_WITH_ADVANCED_FEATURES if _advanced(devices) else None
+    stored = {_name(d): _map(d) for d in (before or {}).get("devices") or []}
     return each_unique_item(
         devices,
         "spec.devices",
-        lambda device, where: device_errors(device, where, per_device_nodes),
-        lambda device: str(_map(device).get("name", "")),
+        lambda device, where: device_errors(
+            device, where, per_device_nodes, stored.get(_name(device))
+        ),
+        _name,
         limit,
     )
+
+
+def _name(device: Any) -> str:
+    return str(_map(device).get("name", ""))
 
 
 def _advanced(devices: Any) -> bool:
