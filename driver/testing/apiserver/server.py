@@ -76,19 +76,14 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a bug in the stand-in must still answer like a server
             log.exception("apiserver: %s %s failed", self.command, self.path)
             self.server.internal_errors.append(
-                f"{self.command} {url.path}: {type(exc).__name__}: {exc}"
-            )
+                f"{self.command} {url.path}: {type(exc).__name__}: {exc}")
             error = errors.internal(f"{type(exc).__name__}: {exc}")
             result = Reply(error.code, error.status())
         if isinstance(result, WatchRequest):
             config = self.server.api.config
-            lines = stream(
-                self.server.api.store,
-                result,
-                config.bookmark_interval,
-                self._client_gone,
-                too_large_wait=config.too_large_resource_version_wait,
-            )
+            lines = stream(self.server.api.store, result, config.bookmark_interval,
+                           self._client_gone,
+                           too_large_wait=config.too_large_resource_version_wait)
             self._stream(lines)
         else:
             self._reply(result)

@@ -123,9 +123,8 @@ def _initial_events(store: Store, request: WatchRequest) -> Generator[bytes, Non
     return position
 
 
-def _events(
-    store: Store, request: WatchRequest, position: int, wait: float
-) -> Generator[bytes, None, int]:
+def _events(store: Store, request: WatchRequest, position: int,
+            wait: float) -> Generator[bytes, None, int]:
     """The lines of the events after `position` (waiting up to `wait` for one); returns
     the new position. Raises HistoryExpired when `position` is too old."""
     for event in store.events_after(position, wait):

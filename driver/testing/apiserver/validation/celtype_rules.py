@@ -197,3 +197,5 @@ def select(target: str, name: str, dot: int) -> str:
 def shown(kind: str) -> str:
     """A type as the server's messages name it (`kubernetes.Quantity` for a quantity)."""
     return shown_type(kind)
+
+
