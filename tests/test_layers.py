@@ -59,6 +59,12 @@ def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     ("lanes", "driver.slices.desired", "import driver.claims.types"),
     # The claim lane importing the layer above it.
     ("layers", "driver.claims.plan", "import driver.slices.api"),
+    # The API stand-in judging writes with the driver's own validators.
+    ("own-rule-book", "driver.testing.apiserver.lifecycle",
+     "from driver.core.validation import validate_slice"),
+    # ... or with just one rule module of them.
+    ("own-rule-book", "driver.testing.apiserver.validation.devices",
+     "from driver.core.validation.names import dns_label_errors"),
 ])
 def test_a_wrong_import_breaks_its_contract(
     tmp_path: Path, contract: str, module: str, line: str

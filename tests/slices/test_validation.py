@@ -193,6 +193,26 @@ RULES: list[tuple[str, Mutation, str, str]] = [
         "Unsupported value",
     ),
     (
+        # Found by the differential against the stand-in's own rule book.
+        "node-selector-field-value",
+        lambda s: (
+            s["spec"].pop("nodeName"),
+            s["spec"].update(
+                nodeSelector={
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["Node_1"]}
+                            ]
+                        }
+                    ]
+                }
+            ),
+        ),
+        "spec.nodeSelector.nodeSelectorTerms[0].matchFields[0].values[0]",
+        "RFC 1123 subdomain",
+    ),
+    (
         "device-node-without-per-device",
         _dev(nodeName="node-1"),
         "spec.devices[0]",

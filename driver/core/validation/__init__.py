@@ -3,9 +3,10 @@
 The OpenAPI schema only checks shapes; the real API server adds the rules of
 `pkg/apis/resource/validation` (api-facts 4.2-4.8): one-of node selection, name formats,
 per-device and per-slice limits, counter sets, taints and consumable-capacity request
-policies. These pure functions reproduce those rules so that the API stand-in rejects
-what a real server rejects, and so that the inventory loader and the publisher can check
-devices locally before any write.
+policies. These pure functions reproduce those rules so that the inventory loader and the
+publisher can check devices locally before any write. The API stand-in does not use them:
+it has its own rule book (`driver.testing.apiserver.validation`, kept apart by an
+import-linter contract), and a differential test makes the two agree.
 
 Field paths and messages follow the API server's `field.Error` style, e.g.
 ``spec.devices[3].capacity[bandwidth].requestPolicy.default: Invalid value: "3": ...``.

@@ -183,11 +183,15 @@ def _field_requirement_errors(req: Mapping[str, Any], path: str) -> list[FieldEr
         errors.append(not_supported(f"{path}.key", req.get("key"), ["metadata.name"]))
     if req.get("operator") not in ("In", "NotIn"):
         errors.append(not_supported(f"{path}.operator", req.get("operator"), ["In", "NotIn"]))
-    if len(as_list(req.get("values"))) != 1:
+    values = as_list(req.get("values"))
+    if len(values) != 1:
         errors.append(
             required(
                 f"{path}.values",
                 "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
             )
         )
+    # The values of a metadata.name selector are node names.
+    for i, value in enumerate(values):
+        errors += dns_subdomain_errors(value, f"{path}.values[{i}]")
     return errors

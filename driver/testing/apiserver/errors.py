@@ -7,9 +7,10 @@ JSON, so callers that branch on 404/409/422/429 behave as they would against a c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from driver.core.validation import FieldError
+if TYPE_CHECKING:  # only its fields are read; importing it here would be circular
+    from driver.testing.apiserver.validation.field import FieldError
 
 JSON = dict[str, Any]
 

@@ -11,17 +11,16 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from driver.core.validation import (
-    FieldError,
-    dns_subdomain_errors,
-    immutable_field_errors,
-    invalid,
-    validate_slice,
-)
 from driver.testing.apiserver.errors import STALE, APIError, bad_request, conflict, internal
 from driver.testing.apiserver.resources import ResourceType
 from driver.testing.apiserver.schema import schema_errors
-from driver.testing.apiserver.validation import claim_spec_errors, class_spec_errors
+from driver.testing.apiserver.validation import (
+    claim_spec_errors,
+    class_spec_errors,
+    object_name_errors,
+    slice_errors,
+)
+from driver.testing.apiserver.validation.field import FieldError, invalid
 
 JSON = dict[str, Any]
 
@@ -205,11 +204,8 @@ def validation_errors(
     if errors:
         return errors  # semantic rules assume the shapes are right
     if resource.plural == "resourceslices":
-        errors += validate_slice(obj)
-        if current is not None:
-            errors += immutable_field_errors(obj, current)
-        return errors
-    errors += dns_subdomain_errors(obj["metadata"].get("name"), "metadata.name")
+        return slice_errors(obj, current)
+    errors += object_name_errors(obj["metadata"])
     if current is not None and resource.immutable_spec and obj.get("spec") != current.get("spec"):
         errors.append(invalid("spec", "<spec>", "field is immutable"))
     errors += _spec_errors(resource, obj, current)

@@ -20,7 +20,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from driver.core.validation import FieldError, forbidden, invalid, not_supported, required
+from driver.testing.apiserver.validation.field import (
+    FieldError,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+    type_invalid,
+)
 
 DEFAULT_VERSION = "1.35"
 
@@ -97,12 +104,13 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _brief(value: Any) -> str:
+def _brief(value: Any) -> Any:
+    """What an error shows of a value: scalars as they are, containers by their kind."""
     if isinstance(value, dict):
         return "object"
     if isinstance(value, list):
         return "array"
-    return json.dumps(value)
+    return value
 
 
 class _Compiler:
@@ -146,11 +154,7 @@ class _Compiler:
         def check(value: Any, path: str, errors: list[FieldError]) -> None:
             if not any(t(value) for t in tests):
                 errors.append(
-                    FieldError(
-                        _where(path),
-                        f"Invalid value: {_brief(value)}: must be of type {wanted}",
-                        "FieldValueTypeInvalid",
-                    )
+                    type_invalid(_where(path), _brief(value), f"must be of type {wanted}")
                 )
 
         return check
@@ -174,7 +178,7 @@ class _Compiler:
                 option(value, path, found)
                 passing += not found
             if passing != 1:
-                shown = value if not isinstance(value, dict | list) else _brief(value)
+                shown = _brief(value)
                 errors.append(
                     invalid(
                         _where(path),

@@ -8,20 +8,18 @@ count 1), so shapes are right and defaulted fields are set.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-from driver.core.validation import (
+from driver.testing.apiserver.validation import formats
+from driver.testing.apiserver.validation.field import (
     FieldError,
-    duplicate,
     invalid,
     not_supported,
     required,
     too_long,
-    too_many,
 )
-from driver.testing.apiserver.validation import formats
 from driver.testing.apiserver.validation.selectors import selector_list_errors
+from driver.testing.apiserver.validation.sizes import each_item, each_unique_item
 
 JSON = dict[str, Any]
 MAX_REQUESTS = 32
@@ -49,58 +47,24 @@ def claim_spec_errors(spec: Any, path: str = "spec") -> list[FieldError]:
     path = f"{path}.devices"
     requests = devices.get("requests") or []
     names = _request_names(requests)
-    errors = _sized_set(requests, MAX_REQUESTS, _request_errors, _name, f"{path}.requests")
-    errors += _sized(
-        devices.get("constraints") or [],
-        MAX_CONSTRAINTS,
-        lambda c, p: _constraint_errors(c, p, names),
+    errors = each_unique_item(requests, f"{path}.requests", _request_errors, _name, MAX_REQUESTS)
+    errors += each_item(
+        devices.get("constraints"),
         f"{path}.constraints",
+        lambda c, p: _constraint_errors(c, p, names),
+        MAX_CONSTRAINTS,
     )
-    errors += _sized(
-        devices.get("config") or [],
-        MAX_CONFIGS,
-        lambda c, p: _config_errors(c, p, names),
+    errors += each_item(
+        devices.get("config"),
         f"{path}.config",
+        lambda c, p: _config_errors(c, p, names),
+        MAX_CONFIGS,
     )
     return errors
 
 
 def _name(item: Any) -> Any:
     return item.get("name") if isinstance(item, dict) else None
-
-
-def _sized(
-    items: list[Any], limit: int, check: Callable[[Any, str], list[FieldError]], path: str
-) -> list[FieldError]:
-    """Each item's errors, or only `Too many` when the list is over its limit (as the
-    server does, to spend nothing on an oversized list). The schema check has made sure
-    of each item's shape."""
-    if len(items) > limit:
-        return [too_many(path, len(items), limit)]
-    errors: list[FieldError] = []
-    for i, item in enumerate(items):
-        errors += check(item, f"{path}[{i}]")
-    return errors
-
-
-def _sized_set(
-    items: list[Any],
-    limit: int,
-    check: Callable[[Any, str], list[FieldError]],
-    key: Callable[[Any], Any],
-    path: str,
-) -> list[FieldError]:
-    """`_sized`, and a `Duplicate value` at each item whose key came before."""
-    if len(items) > limit:
-        return [too_many(path, len(items), limit)]
-    errors = _sized(items, limit, check, path)
-    seen: set[Any] = set()
-    for i, item in enumerate(items):
-        value = key(item)
-        if value in seen:
-            errors.append(duplicate(f"{path}[{i}]", value))
-        seen.add(value)
-    return errors
 
 
 def _request_names(requests: list[JSON]) -> RequestNames:
@@ -131,8 +95,8 @@ def _request_errors(request: JSON, path: str) -> list[FieldError]:
             ),
         ]
     if first:
-        return errors + _sized_set(
-            first, MAX_SUBREQUESTS, _subrequest_errors, _name, f"{path}.firstAvailable"
+        return errors + each_unique_item(
+            first, f"{path}.firstAvailable", _subrequest_errors, _name, MAX_SUBREQUESTS
         )
     assert exactly is not None  # the first check: `exactly` is set when `first` is not
     return errors + _device_request_errors(exactly, f"{path}.exactly")
@@ -206,12 +170,12 @@ def toleration_errors(toleration: JSON, path: str) -> list[FieldError]:
 
 def _reference_errors(names: RequestNames, refs: Any, path: str) -> list[FieldError]:
     """A list of `request` or `request/subrequest` names: each known, none twice."""
-    return _sized_set(
+    return each_unique_item(
         list(refs or []),
-        MAX_REQUESTS,
+        path,
         lambda ref, where: _reference_error(names, ref, where),
         str,
-        path,
+        MAX_REQUESTS,
     )
 
 

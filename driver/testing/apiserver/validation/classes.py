@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from driver.core.validation import FieldError, invalid, too_many
 from driver.testing.apiserver.validation.claims import MAX_CONFIGS, opaque_config_errors
+from driver.testing.apiserver.validation.field import FieldError, invalid, too_many
 from driver.testing.apiserver.validation.formats import is_extended_resource_name
 from driver.testing.apiserver.validation.selectors import selector_list_errors
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from driver.core.validation import FieldError, invalid, required
+from driver.testing.apiserver.validation.field import FieldError, invalid, required, too_long
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_LABEL = re.compile(rf"^{_LABEL}$")
@@ -71,17 +71,43 @@ def dns_subdomain(value: Any, path: str, limit: int = DNS_SUBDOMAIN_MAX) -> list
 
 
 def driver_name(value: Any, path: str) -> list[FieldError]:
-    """A driver name (as a CSI driver name): required, a subdomain of at most 63."""
-    if not value:
-        return [required(path)]
-    text = str(value)
-    errors = []
+    """A driver name, checked as a CSI driver name: required, at most 63 bytes, and a
+    subdomain once lower-cased (an empty one is both missing and malformed)."""
+    text = "" if value is None else str(value)
+    errors = [] if text else [required(path)]
     if len(text) > DRIVER_NAME_MAX:
-        errors.append(invalid(path, value, _too_long(DRIVER_NAME_MAX)))
-    # The server lower-cases before the subdomain check, as for CSI drivers.
-    if not _DNS_SUBDOMAIN.match(text.lower()):
-        errors.append(invalid(path, value, _DNS_SUBDOMAIN_MSG))
+        errors.append(too_long(path, DRIVER_NAME_MAX))
+    errors += [invalid(path, value, m) for m in _subdomain_messages(text.lower())]
     return errors
+
+
+def pool_name(value: Any, path: str) -> list[FieldError]:
+    """A pool name: required, at most 253 bytes, subdomains joined by '/'."""
+    text = "" if value is None else str(value)
+    if not text:
+        return [required(path)]
+    errors = [too_long(path, DNS_SUBDOMAIN_MAX)] if len(text) > DNS_SUBDOMAIN_MAX else []
+    for part in text.split("/"):
+        errors += [invalid(path, part, m) for m in _subdomain_messages(part)]
+    return errors
+
+
+def object_name(meta: Any) -> list[FieldError]:
+    """`metadata.name` of an object named as a DNS subdomain (name or generateName)."""
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name")
+    if not name:
+        if meta.get("generateName"):
+            return []
+        return [required("metadata.name", "name or generateName is required")]
+    return dns_subdomain(name, "metadata.name")
+
+
+def _subdomain_messages(text: str) -> list[str]:
+    messages = [_too_long(DNS_SUBDOMAIN_MAX)] if len(text) > DNS_SUBDOMAIN_MAX else []
+    if not _DNS_SUBDOMAIN.match(text):
+        messages.append(_DNS_SUBDOMAIN_MSG)
+    return messages
 
 
 def qualified_name_messages(text: str) -> list[str]:
@@ -127,25 +153,28 @@ def label_value(value: Any, path: str) -> list[FieldError]:
     return errors
 
 
-def fully_qualified_name(value: Any, path: str) -> list[FieldError]:
-    """A device attribute name with its domain (`dra.example.com/model`)."""
+def qualified_name(value: Any, path: str) -> list[FieldError]:
+    """A device attribute or capacity name: a C identifier, optionally after a driver-style
+    domain and one '/'. The server reports it on the map's path, not the key's."""
     text = str(value)
     parts = text.split("/")
     if len(parts) > 2:
         return [invalid(path, value, "must not contain more than one slash")]
-    errors = []
-    if len(parts) == 2:
-        domain = parts[0]
-        if domain:
-            errors += driver_name(domain, path)
-        else:
-            errors.append(invalid(path, "", "the domain must not be empty"))
-    ident = parts[-1]
-    if len(parts) == 2 and not ident:
-        errors.append(invalid(path, "", "the name must not be empty"))
-    elif ident:
-        errors += _c_identifier(ident, path)
     if len(parts) == 1:
+        return _c_identifier(text, path)
+    domain, ident = parts
+    errors = (
+        driver_name(domain, path) if domain else [invalid(path, "", "the domain must not be empty")]
+    )
+    if not ident:
+        return [*errors, invalid(path, "", "the name must not be empty")]
+    return errors + _c_identifier(ident, path)
+
+
+def fully_qualified_name(value: Any, path: str) -> list[FieldError]:
+    """A device attribute name with its domain (`dra.example.com/model`)."""
+    errors = qualified_name(value, path)
+    if "/" not in str(value):
         errors.append(
             invalid(
                 path,
@@ -159,7 +188,7 @@ def fully_qualified_name(value: Any, path: str) -> list[FieldError]:
 def _c_identifier(ident: str, path: str) -> list[FieldError]:
     errors = []
     if len(ident) > ID_MAX:
-        errors.append(invalid(path, ident, f"may not be more than {ID_MAX} bytes"))
+        errors.append(too_long(path, ID_MAX))
     if not _C_IDENTIFIER.match(ident):
         errors.append(
             invalid(

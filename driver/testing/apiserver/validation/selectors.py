@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from driver.core.validation import FieldError, invalid, required, too_long, too_many
 from driver.testing.allocation.cel import UnsupportedExpression, compile_selector
 from driver.testing.apiserver.validation.celtype_rules import (
     ANY,
@@ -16,6 +15,13 @@ from driver.testing.apiserver.validation.celtype_rules import (
     shown,
 )
 from driver.testing.apiserver.validation.celtypes import result_type
+from driver.testing.apiserver.validation.field import (
+    FieldError,
+    invalid,
+    required,
+    too_long,
+    too_many,
+)
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 MAX_SELECTORS = 32

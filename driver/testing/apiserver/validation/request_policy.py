@@ -1,0 +1,146 @@
+"""A device capacity's `requestPolicy` (consumable capacity), as kube-apiserver 1.36 checks it.
+
+Only a device with `allowMultipleAllocations: true` may carry one. It holds a `default` and
+either `validValues` (ascending, within the capacity, at most 10) or a `validRange`
+(`min`, optional `max` and `step`). Errors about the default land on the bound it breaks
+(`validRange.min` / `validRange.max`), as a 1.36 server reports them; step arithmetic
+works on whole numbers (`Quantity.Value()`), as without DRAFractionalCapacityRange.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from driver.testing.apiserver.validation.amounts import amount, text, whole
+from driver.testing.apiserver.validation.field import FieldError, forbidden, invalid, required
+from driver.testing.apiserver.validation.sizes import each_unique_item, limit_of
+
+_BOTH = (
+    'exactly one policy can be specified, cannot specify "validValues" and "validRange" at '
+    "the same time"
+)
+
+
+def capacity_errors(capacity: Any, shared: bool, path: str) -> list[FieldError]:
+    """A DeviceCapacity at `path`; `shared` is the device's allowMultipleAllocations."""
+    capacity = capacity if isinstance(capacity, dict) else {}
+    policy = capacity.get("requestPolicy")
+    if policy is None:
+        return []
+    if not shared:
+        return [forbidden(f"{path}.requestPolicy", "allowMultipleAllocations must be true")]
+    top = amount(capacity.get("value"))
+    if top is None or not isinstance(policy, dict):
+        return []  # an unparsable quantity never gets here: the decoder refuses it (400)
+    return _policy_errors(policy, top, f"{path}.requestPolicy")
+
+
+def _policy_errors(policy: dict[str, Any], top: Fraction, path: str) -> list[FieldError]:
+    values, valid_range = policy.get("validValues") or [], policy.get("validRange")
+    if values and valid_range is not None:
+        return [forbidden(path, _BOTH)]
+    if not values and valid_range is None:
+        return []
+    kind = "validValues" if values else "validRange"
+    default = amount(policy.get("default"))
+    if default is None:
+        return [required(f"{path}.default", f"required when {kind} is defined")]
+    if values:
+        return _values_errors(values, default, top, f"{path}.validValues")
+    return _range_errors(valid_range, default, top, f"{path}.validRange")
+
+
+def _values_errors(
+    values: list[Any], default: Fraction, top: Fraction, path: str
+) -> list[FieldError]:
+    options = [amount(v) for v in values]
+    errors = [
+        invalid(f"{path}[{i + 1}]", values[i + 1], "values must be sorted in ascending order")
+        for i in range(len(options) - 1)
+        if _gt(options[i], options[i + 1])
+    ]
+
+    def option_errors(option: Any, where: str) -> list[FieldError]:
+        parsed = amount(option)
+        if parsed is not None and parsed > top:
+            detail = f"option is larger than capacity value: {text(top)}"
+            return [invalid(where, option, detail)]
+        return []
+
+    errors += each_unique_item(values, path, option_errors, _option_key)
+    # Over the limit the server looks at no option, so it does not find the default either.
+    if default not in options or len(values) > (limit_of(path) or len(values)):
+        errors.append(
+            invalid(
+                path, text(default), "default value is not valid according to the requestPolicy"
+            )
+        )
+    return errors
+
+
+def _gt(a: Fraction | None, b: Fraction | None) -> bool:
+    return a is not None and b is not None and a > b
+
+
+def _option_key(option: Any) -> str:
+    # The server tells options apart by their whole value: 1500m and 2 are the same option.
+    parsed = amount(option)
+    return str(option) if parsed is None else str(whole(parsed))
+
+
+def _range_errors(
+    valid_range: Any, default: Fraction, top: Fraction, path: str
+) -> list[FieldError]:
+    valid_range = valid_range if isinstance(valid_range, dict) else {}
+    low = amount(valid_range.get("min"))
+    if low is None:
+        return [required(f"{path}.min", "required when validRange is defined")]
+    errors = []
+    if low > top:
+        errors.append(
+            invalid(f"{path}.min", text(low), f"min is larger than capacity value: {text(top)}")
+        )
+    if default < low:
+        errors.append(
+            invalid(f"{path}.min", text(default), f"default is less than min: {text(low)}")
+        )
+    high = amount(valid_range.get("max"))
+    if high is not None:
+        errors += _max_errors(low, high, default, top, f"{path}.max")
+    step = amount(valid_range.get("step"))
+    if step is not None:
+        errors += _step_errors(low, high, step, default, top, f"{path}.step")
+    return errors
+
+
+def _max_errors(
+    low: Fraction, high: Fraction, default: Fraction, top: Fraction, path: str
+) -> list[FieldError]:
+    checks = (
+        (low > high, low, f"min is larger than max: {text(high)}"),
+        (high > top, high, f"max is larger than capacity value: {text(top)}"),
+        (default > high, default, f"default is more than max: {text(high)}"),
+    )
+    return [invalid(path, text(shown), detail) for broken, shown, detail in checks if broken]
+
+
+def _step_errors(
+    low: Fraction,
+    high: Fraction | None,
+    step: Fraction,
+    default: Fraction,
+    top: Fraction,
+    path: str,
+) -> list[FieldError]:
+    if step <= 0:
+        return [invalid(path, text(step), "must be greater than zero")]
+    errors = []
+    if low + step > top:
+        detail = f"one step {text(low + step)} is larger than capacity value: {text(top)}"
+        errors.append(invalid(path, text(step), detail))
+    for value in (default, high):
+        if value is not None and (whole(value) - whole(low)) % whole(step) != 0:
+            detail = f"value is not a multiple of a given step ({text(step)}) from ({text(low)})"
+            errors.append(invalid(path, text(value), detail))
+    return errors
