@@ -24,7 +24,7 @@ from pathlib import Path
 from driver.core.health import DeviceHealth, HealthStatus
 from driver.devices.backend import DeviceBackend
 from driver.devices.faults import FaultFile, FaultState, apply_removals, health_of
-from driver.devices.model import Device, Inventory, Pool
+from driver.devices.model import Device, Inventory, Pool, compact
 from driver.devices.stamps import FileStamp, file_stamp
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class LiveDevices:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._stamp = self._change_stamp()  # before the discover: a change in between shows
-        self._discovered = backend.discover()  # errors here stop the plugin at start
+        self._discovered = compact(backend.discover())  # errors here stop the plugin
         self._scanned_at = self._discovered_at = time.monotonic()
         self._file_identity = self._identity()
         self.view = self._compute()
@@ -185,7 +185,7 @@ class LiveDevices:
             return False
         log.info("device inventory changed: %d devices now",
                  sum(len(p.devices) for p in discovered.pools))
-        self._discovered = discovered
+        self._discovered = compact(discovered)
         return True
 
     def _vanished(self) -> frozenset[DeviceKey]:
