@@ -6,7 +6,8 @@ Python must load). Against it, the real plugin (`simdra run`, fake NICs, the API
 stand-in, the kubelet emulator) at 10, 1,000 and 10,000 devices:
 
 - RSS once the slices are published, and the CPU it uses idle over a window (default
-  30 s, `--window`) with the default rescan interval (10 s), as % of one core;
+  30 s, `--window`) with the default rescan interval (10 s), as % of one core, with
+  the health stream open as a kubelet keeps it (the full list every 10 s);
 - with 10,000 devices: RSS after preparing 1,000 NIC shares, and again after
   unpreparing them all, with the ratio to the figure before;
 - memory per device and per prepared claim, derived from the above.
@@ -20,10 +21,12 @@ bench can print this table as part of its own.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -38,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 from driver.claims.types import ClaimRef
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
+from driver.testing.kubelet import KubeletError
 
 MIB = 1024 * 1024
 SETTLE_SECONDS = 3.0  # after publishing: let the first rescan and GC pass
@@ -78,11 +82,22 @@ def floor_rss() -> float:
     return rss / MIB
 
 
-def idle_cpu(process: psutil.Process, window: float) -> float:
-    """% of one core `process` used over `window` seconds."""
+def idle_cpu(cluster: LocalCluster, process: psutil.Process, window: float) -> float:
+    """% of one core `process` used over `window` seconds, its health stream open."""
+    kubelet = cluster.kubelet
+    assert kubelet is not None
+
+    def watch() -> None:
+        with contextlib.suppress(KubeletError):  # the deadline: the window is over
+            kubelet.watch_health(messages=10**6, timeout=window + 2 * SETTLE_SECONDS)
+
+    stream = threading.Thread(target=watch, daemon=True)
+    stream.start()
+    time.sleep(SETTLE_SECONDS)  # the first (full) message is not idle work
     before = process.cpu_times()
     time.sleep(window)
     after = process.cpu_times()
+    stream.join()
     used = (after.user + after.system) - (before.user + before.system)
     return used / window * 100
 
@@ -139,7 +154,7 @@ def measure_node(workdir: Path, devices: int, window: float, claims: int) -> Nod
         plugin = cluster.start_plugin(profile="nic", num_devices=devices, timeout=600)
         process = psutil.Process(plugin.pid)
         time.sleep(SETTLE_SECONDS)
-        cpu = idle_cpu(process, window)
+        cpu = idle_cpu(cluster, process, window)
         figures = NodeFigures(devices, process.memory_info().rss / MIB, cpu)
         if claims:
             refs = make_claims(cluster, claims, min(devices, claims))
