@@ -8,8 +8,8 @@ stand-in, the kubelet emulator) at 10, 1,000 and 10,000 devices:
 - RSS once the slices are published, and the CPU it uses idle over a window (default
   30 s, `--window`) with the default rescan interval (10 s), as % of one core, with
   the health stream open as a kubelet keeps it (the full list every 10 s);
-- with 10,000 devices: RSS after preparing 1,000 NIC shares, and again after
-  unpreparing them all, with the ratio to the figure before;
+- with 10,000 devices: RSS and idle CPU after preparing 1,000 NIC shares, and RSS
+  again after unpreparing them all, with the ratio to the figure before;
 - memory per device and per prepared claim, derived from the above.
 
 Each line carries its target and PASS/MISS. `measure()` returns the rows, so another
@@ -144,6 +144,7 @@ class NodeFigures:
     idle_rss: float
     idle_cpu: float
     prepared_rss: float | None = None
+    prepared_cpu: float | None = None
     unprepared_rss: float | None = None
 
 
@@ -161,6 +162,7 @@ def measure_node(workdir: Path, devices: int, window: float, claims: int) -> Nod
             _call_all(cluster, refs, "prepare")
             time.sleep(SETTLE_SECONDS)
             figures.prepared_rss = process.memory_info().rss / MIB
+            figures.prepared_cpu = idle_cpu(cluster, process, window)
             _call_all(cluster, refs, "unprepare")
             time.sleep(SETTLE_SECONDS)
             figures.unprepared_rss = process.memory_info().rss / MIB
@@ -200,6 +202,10 @@ def _claim_rows(small: NodeFigures, big: NodeFigures, claims: int) -> list[Row]:
     rows.append(Row(f"RSS, {big.devices} devices + {claims} prepared shares",
                     big.prepared_rss, "MiB", f"<= {RSS_TARGET_MIB:.0f} MiB",
                     big.prepared_rss <= RSS_TARGET_MIB))
+    if big.prepared_cpu is not None:
+        rows.append(Row(f"idle CPU, {big.devices} devices + {claims} prepared shares",
+                        big.prepared_cpu, "% core", f"<= {IDLE_CPU_TARGET}%",
+                        big.prepared_cpu <= IDLE_CPU_TARGET))
     per_claim = (big.prepared_rss - big.idle_rss) * 1024 / claims
     rows.append(Row("memory per prepared claim", per_claim, "KiB"))
     ratio = big.unprepared_rss / big.idle_rss
