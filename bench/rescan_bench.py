@@ -4,7 +4,9 @@ Usage: python bench/rescan_bench.py [--gpus 500] [--nics 500] [--runs 15]
 
 Prints the median wall time of `SysfsBackend.discover()` per rescan and per device,
 against a floor measured in the same run: the least any scan must do, i.e. list
-`bus/pci/devices` and `class/net` and read each PCI function's `class` file. The tree
+`bus/pci/devices` and `class/net` and read each PCI function's `class` file. Also the
+cost of an idle rescan: `change_stamp()`, which the plugin compares before deciding
+to discover (equal stamps: no discover). The tree
 lives on the temp filesystem (tmpfs or page cache), as /sys is in memory too.
 """
 
@@ -75,11 +77,15 @@ def main() -> None:
             raise SystemExit(f"expected {expected} devices, discovered {found}")
         median_ms = _median_ms(backend.discover, args.runs)
         floor_ms = _median_ms(lambda: floor_scan(tree.sys), args.runs)
+        stamp_ms = _median_ms(backend.change_stamp, args.runs)
     print(f"devices: {found} ({args.gpus} GPUs, {args.nics} NICs), runs: {args.runs}")
     print(f"rescan median: {median_ms:.1f} ms, {median_ms / max(found, 1) * 1000:.1f} us "
           "per device")
     print(f"floor (list + read PCI class files): {floor_ms:.1f} ms; "
           f"rescan / floor = {median_ms / floor_ms:.1f}x")
+    print(f"idle rescan (change stamp, no discover): {stamp_ms:.1f} ms; "
+          f"stamp / floor = {stamp_ms / floor_ms:.2f}x, discover / stamp = "
+          f"{median_ms / stamp_ms:.0f}x")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,17 @@ claim side too, without edits elsewhere:
 - `env_attributes`: attribute name -> env key, the attributes that reach the
   container environment as `SIMDRA_DEVICE_<ID>_<KEY>` (default:
   `driver.claims.env.DEFAULT_ENV_ATTRIBUTES`).
+
+An optional method makes idle rescans cheap: `change_stamp()` returns a hashable value
+that differs whenever `discover()` might return something different (e.g. directory
+listings, a file's inode and mtime; `driver.devices.stamps`). While it stays the same
+the plugin skips the full discover, except every `full_rescan_interval` (see
+`driver.devices.live.LiveDevices`). A backend without it is discovered on every rescan.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -26,6 +33,7 @@ if TYPE_CHECKING:
 from driver.devices.inventory_file import load_inventory_file
 from driver.devices.model import Inventory
 from driver.devices.profiles import looks_like_path, profile_inventory
+from driver.devices.stamps import file_stamp
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,13 @@ class FakeBackend:
     def inventory_path(self) -> Path | None:
         """The inventory file this backend reads, when the profile is a path."""
         return Path(self._profile) if looks_like_path(self._profile) else None
+
+    def change_stamp(self) -> Hashable:
+        """Built-in profiles never change; an inventory file changes with its stamp."""
+        path = self.inventory_path
+        if path is not None:
+            return "file", file_stamp(path)
+        return "profile", self._profile, self._num_devices
 
     def discover(self) -> Inventory:
         """The simulated inventory; an inventory file is re-read on every call."""

@@ -3,8 +3,13 @@
 `node_view` (pure) turns what the backend discovered, the injected faults and the claims
 prepared on the node into what the scheduler and the kubelet must see: the inventory to
 publish (removed devices dropped, unhealthy ones tainted) and the full health list.
-`LiveDevices` (side effects) re-runs it when something changed: the rescan interval
-elapsed, the inventory file or the fault file changed, or a prepared device vanished.
+`LiveDevices` (side effects) re-runs it when something changed: a rescan found a
+different inventory, the fault file changed, or a prepared device vanished.
+
+Idle is meant to cost nothing: a rescan first compares the backend's change stamp
+(`change_stamp()`, see `driver.devices.stamps`) with the one of the last discover and
+skips the discover while it is equal, except once every `full_rescan_interval` (what
+a stamp cannot see, such as a NIC's link speed, is found then).
 """
 
 from __future__ import annotations
@@ -12,14 +17,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from driver.core.health import DeviceHealth, HealthStatus
 from driver.devices.backend import DeviceBackend
 from driver.devices.faults import FaultFile, FaultState, apply_removals, health_of
-from driver.devices.model import Device, Inventory, Pool
+from driver.devices.model import Device, Inventory, Pool, compact
+from driver.devices.stamps import FileStamp, file_stamp
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +35,8 @@ DeviceKey = tuple[str, str]  # (pool, device)
 # re-sends the full list three times as often.
 HEALTH_TIMEOUT_SECONDS = 30
 VANISHED_MESSAGE = "device disappeared from the node while prepared for a claim"
+# A full discover at least this often even when the backend's stamp says unchanged.
+FULL_RESCAN_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -87,14 +95,16 @@ class LiveDevices:
     `poll()` does one round (the background thread calls it every `tick` seconds):
     rescan when the interval elapsed or the inventory file changed, re-read injected
     faults, notice prepared devices that vanished, and recompute only when one of these
-    changed. A failed rescan keeps the last good inventory.
+    changed. A rescan whose change stamp equals the last discover's skips the discover
+    (see the module docstring). A failed rescan keeps the last good inventory.
     """
 
     def __init__(self, backend: DeviceBackend, driver_name: str, *,
                  on_change: Callable[[NodeView], None],
                  prepared: Callable[[], Iterable[DeviceKey]] = tuple,
                  faults: FaultFile | None = None, watched_file: Path | None = None,
-                 rescan_interval: float = 10.0, tick: float = 0.5) -> None:
+                 rescan_interval: float = 10.0, tick: float = 0.5,
+                 full_rescan_interval: float = FULL_RESCAN_SECONDS) -> None:
         self._backend = backend
         self._driver = driver_name
         self._on_change = on_change
@@ -103,10 +113,12 @@ class LiveDevices:
         self._watched = watched_file
         self._interval = rescan_interval
         self._tick = tick
+        self._full_interval = full_rescan_interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._discovered = backend.discover()  # errors here stop the plugin at start
-        self._scanned_at = time.monotonic()
+        self._stamp = self._change_stamp()  # before the discover: a change in between shows
+        self._discovered = compact(backend.discover())  # errors here stop the plugin
+        self._scanned_at = self._discovered_at = time.monotonic()
         self._file_identity = self._identity()
         self.view = self._compute()
         self._missing = self._vanished()
@@ -155,20 +167,25 @@ class LiveDevices:
 
     def _rescan_if_due(self) -> bool:
         identity = self._identity()
-        due = time.monotonic() - self._scanned_at >= self._interval
-        if not due and identity == self._file_identity:
+        now = time.monotonic()
+        if now - self._scanned_at < self._interval and identity == self._file_identity:
             return False
-        self._scanned_at, self._file_identity = time.monotonic(), identity
+        self._scanned_at, self._file_identity = now, identity
+        stamp = self._change_stamp()
+        if (stamp is not None and stamp == self._stamp
+                and now - self._discovered_at < self._full_interval):
+            return False
         try:
             discovered = self._backend.discover()
         except Exception as err:  # a bad edit must not take devices away
             log.error("device rescan failed, keeping the last good inventory: %s", err)
             return False
+        self._stamp, self._discovered_at = stamp, now
         if discovered == self._discovered:
             return False
         log.info("device inventory changed: %d devices now",
                  sum(len(p.devices) for p in discovered.pools))
-        self._discovered = discovered
+        self._discovered = compact(discovered)
         return True
 
     def _vanished(self) -> frozenset[DeviceKey]:
@@ -179,11 +196,17 @@ class LiveDevices:
         faults = self._faults.current() if self._faults is not None else FaultState()
         return node_view(self._discovered, faults, self._prepared(), self._driver)
 
-    def _identity(self) -> tuple[int, int, int] | None:
-        if self._watched is None:
+    def _change_stamp(self) -> Hashable | None:
+        """The backend's stamp; None (always discover) when it has none or it failed."""
+        change_stamp = getattr(self._backend, "change_stamp", None)
+        if change_stamp is None:
             return None
         try:
-            stat = self._watched.stat()
-        except OSError:
+            stamp: Hashable | None = change_stamp()
+        except Exception as err:  # a stamp is an optimisation: discover instead
+            log.debug("change stamp failed, discovering: %s", err)
             return None
-        return stat.st_ino, stat.st_size, stat.st_mtime_ns
+        return stamp
+
+    def _identity(self) -> FileStamp | None:
+        return file_stamp(self._watched) if self._watched is not None else None

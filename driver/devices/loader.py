@@ -11,7 +11,8 @@ The contract a custom backend fulfils (see `docs/driver-authors.md` for a walk-t
   the error on one log line.
 - It implements `DeviceBackend`: `discover() -> Inventory`. The plugin calls it at start
   (an exception stops the plugin) and again every `--rescan-interval` seconds (an
-  exception keeps the last good inventory published). It must give the same hardware
+  exception keeps the last good inventory published; an optional `change_stamp()`
+  lets it skip unchanged rescans, see `driver.devices.backend`). It must give the same hardware
   the same device names on every call and in every process, because claims, checkpoint
   records and CDI specs refer to devices by name.
 - Optional class attributes `device_types`, `config_handlers` and `env_attributes`

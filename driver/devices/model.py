@@ -9,6 +9,7 @@ published. What only the container runtime needs (device nodes, env) lives besid
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -97,3 +98,33 @@ class Inventory:
         for pool in self.pools:
             for device in pool.devices:
                 yield pool, device
+
+
+def compact(inventory: Inventory) -> Inventory:
+    """The same inventory holding equal parts of device specs once.
+
+    Devices of one kind repeat most of their spec (capacity with its request policy,
+    the `type` attribute): on a node with 10,000 NICs that is most of the inventory's
+    memory. Equal attribute values and equal other nested fields (`capacity`,
+    `consumesCounters`, ...; compared by `repr`, so the same keys in the same order and
+    values of the same types) become one shared object. Specs are never changed in place
+    (`Device.to_json` hands out copies), so sharing is invisible to readers.
+    """
+    memo: dict[str, Any] = {}
+    return Inventory(pools=tuple(
+        Pool(pool.name,
+             tuple(Device(_compact_spec(d.spec, memo), d.container_edits)
+                   for d in pool.devices),
+             pool.shared_counters)
+        for pool in inventory.pools))
+
+
+def _compact_spec(spec: Mapping[str, Any], memo: dict[str, Any]) -> JSON:
+    out: JSON = {}
+    for key, value in spec.items():
+        if key == "attributes" and isinstance(value, Mapping):
+            value = {sys.intern(name): memo.setdefault(repr(v), v) for name, v in value.items()}
+        elif isinstance(value, (Mapping, list)):
+            value = memo.setdefault(repr(value), value)
+        out[sys.intern(key)] = value
+    return out

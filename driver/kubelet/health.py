@@ -93,10 +93,12 @@ class ResourceHealthServicer:
         log.info("%s health stream opened", self.version)
         updates = self._source.watch(stop)
         try:
+            sent: tuple[Sequence[DeviceHealth], Any] | None = None
             for devices in updates:
                 if stop.is_set():
                     break
-                yield watch_response(self._pb, devices, int(time.time()))
+                sent = self._response(devices, sent)
+                yield sent[1]
         finally:
             # gRPC may drop a cancelled stream without asking for the next message, so
             # tell the source here rather than rely on it noticing `stop` in time.
@@ -107,6 +109,20 @@ class ResourceHealthServicer:
             with self._lock:
                 self._streams.discard(stop)
             log.info("%s health stream closed", self.version)
+
+    def _response(self, devices: Sequence[DeviceHealth],
+                  sent: tuple[Sequence[DeviceHealth], Any] | None,
+                  ) -> tuple[Sequence[DeviceHealth], Any]:
+        """The message for `devices`: a re-send of the same list (the keep-alive every
+        few seconds) reuses the last message with fresh times, which costs a tenth of
+        building 10,000 entries again. gRPC has serialized it before asking for more."""
+        now = int(time.time())
+        if sent is None or sent[0] is not devices:
+            return devices, watch_response(self._pb, devices, now)
+        for health, entry in zip(devices, sent[1].devices, strict=True):
+            if not health.last_updated:
+                entry.last_updated_time = now
+        return sent
 
     def close(self) -> None:
         """End all open streams and refuse new ones (used when the plugin stops)."""

@@ -7,6 +7,12 @@ are ignored, and an object we deleted cannot come back through a late event (its
 is remembered). A relist keeps only the writes made while the list was under way: a
 write made before it is in the list, or gone, even when the server's resourceVersions
 went back (a restored etcd).
+
+Memory: the cache would hold a second full copy of every device (parsed from the
+server's JSON) next to the inventory. Once a pool is clean, `share_devices` swaps each
+stored device entry that equals its desired spec for that very object, and a relist
+keeps the stored object of a slice that did not change, so a large quiet node holds
+each device once.
 """
 
 from __future__ import annotations
@@ -62,6 +68,9 @@ class SliceCache:
         with self._lock:
             fresh = {str(_meta(o)["name"]): o for o in items
                      if _meta(o).get("uid") not in self._deleted}
+            for name, listed in fresh.items():
+                if self._slices.get(name) == listed:
+                    fresh[name] = self._slices[name]  # keep its shared device entries
             for name, mine in self._slices.items():
                 if self._put_at.get(name, 0) <= since:
                     continue  # written before the list was asked for: the list knows better
@@ -120,6 +129,28 @@ class SliceCache:
                 self._deleted[uid] = None
                 while len(self._deleted) > _TOMBSTONES:
                     self._deleted.popitem(last=False)
+
+    def share_devices(self, pool: str, desired: Mapping[str, Mapping[str, Any]]) -> int:
+        """Replace each stored device entry of `pool` that equals the desired spec of
+        the same name (`desired`: name -> spec) by that spec object; returns how many
+        were replaced. Only equal values are swapped, so every reader sees the same
+        content; neither side is ever changed in place."""
+        shared = 0
+        with self._lock:
+            for obj in self._slices.values():
+                if pool_of(obj) != pool:
+                    continue
+                devices = (obj.get("spec") or {}).get("devices")
+                if not isinstance(devices, list):
+                    continue
+                for i, device in enumerate(devices):
+                    if not isinstance(device, dict):
+                        continue
+                    spec = desired.get(str(device.get("name")))
+                    if spec is not None and spec is not device and spec == device:
+                        devices[i] = spec
+                        shared += 1
+        return shared
 
     def pool_slices(self, pool: str) -> list[JSON]:
         """The slices of one pool."""

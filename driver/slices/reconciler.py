@@ -129,6 +129,8 @@ class Reconciler:
                 return
             plan = self._plan(pool)
         if plan.empty:
+            if not self._clean.get(pool):
+                self._share_devices(pool)
             self._clean[pool] = True
             self._attempts.pop(pool, None)
             self._verify_rounds.pop(pool, None)
@@ -142,6 +144,14 @@ class Reconciler:
             self._handle_error(pool, err)
             return
         self._verify(pool)
+
+    def _share_devices(self, pool: str) -> None:
+        """A pool just became clean: its stored devices equal the desired ones, so hold
+        them once (`SliceCache.share_devices`)."""
+        desired = self.pools.desired.get(pool)
+        if desired is not None:
+            self._cache.share_devices(pool, {str(d.get("name")): d for s in desired.slices
+                                             for d in s.devices})
 
     def _verify(self, pool: str) -> None:
         """Check the result with a fresh plan right away (normally empty); a plan that

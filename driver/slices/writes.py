@@ -80,12 +80,12 @@ class SliceWriter:
         errors are raised after the whole phase."""
         if len(writes) == 1 or self._concurrency == 1:
             for write in writes:
-                self._record(write, self._send(write), desired)
+                self._record(write, self._send(write, desired), desired)
             return
         errors: list[ApiError] = []
         with ThreadPoolExecutor(min(self._concurrency, len(writes)),
                                 thread_name_prefix="slice-write") as sender:
-            futures = [(write, sender.submit(self._send, write)) for write in writes]
+            futures = [(write, sender.submit(self._send, write, desired)) for write in writes]
             for write, future in futures:
                 try:
                     self._record(write, future.result(), desired)
@@ -105,8 +105,9 @@ class SliceWriter:
                     self.reread(err)
         return worst
 
-    def _send(self, write: SliceWrite) -> JSON | None:
-        """The API call of one write: the stored object, or None for a delete."""
+    def _send(self, write: SliceWrite, desired: DesiredPool | None) -> JSON | None:
+        """The API call of one write: the stored object (its devices that equal the
+        desired ones are those objects), or None for a delete."""
         log.debug("%s slice %r of pool %r (%s)", write.verb, write.name, write.pool,
                   write.reason)
         if write.verb == "delete":
@@ -117,9 +118,12 @@ class SliceWriter:
                     raise
             return None
         assert write.body is not None and write.index is not None
+        known = None
+        if desired is not None and write.index < len(desired.slices):
+            known = {str(d.get("name")): d for d in desired.slices[write.index].devices}
         if write.verb == "update":
-            return self._api.replace(write.body)
-        return self._api.create(write.body)
+            return self._api.replace(write.body, known)
+        return self._api.create(write.body, known)
 
     def _record(self, write: SliceWrite, stored: JSON | None, desired: DesiredPool | None) -> None:
         """Count a sent write and keep the observed cache and server changes current."""

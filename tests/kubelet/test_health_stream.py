@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from driver.kubelet import health as health_module
 from driver.kubelet.endpoints import KubeletPlugin
 from driver.kubelet.health import DeviceHealth, HealthBoard, HealthStatus, clip_message
 from driver.testing.kubelet import KubeletEmulator, KubeletError
@@ -59,6 +61,25 @@ def test_stream_sends_full_device_lists(
     assert first[1]["message"] == "ECC errors"
     assert first[1]["last_updated_time"] > 0  # unset -> time of sending
     assert [d["device_name"] for d in second] == ["gpu-0"]
+
+
+def test_a_resent_list_carries_fresh_times_and_a_new_list_its_own_content(
+    start_plugin: StartPlugin, kubelet: KubeletEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keep-alive re-sends reuse the last message; the kubelet must still see each
+    device as just updated (unless the source gave a time), and a change in full."""
+    clock = iter(range(1000, 10**6, 1000))
+    monkeypatch.setattr(health_module, "time", SimpleNamespace(time=lambda: next(clock)))
+    same = (GPU0, GPU1)
+    changed = (GPU0, DeviceHealth("node-1", "gpu-1", HealthStatus.HEALTHY))
+    start_plugin(health=_Scripted(same, same, changed))
+    kubelet.wait_for_plugin(DRIVER, timeout=5)
+    first, second, third = kubelet.watch_health(messages=3)
+    assert [d["last_updated_time"] for d in first] == [1700000000, 1000]
+    assert [d["last_updated_time"] for d in second] == [1700000000, 2000]
+    assert second[1]["message"] == "ECC errors"
+    assert [(d["health"], d["message"]) for d in third] == [("Healthy", ""), ("Healthy", "")]
+    assert third[1]["last_updated_time"] == 3000
 
 
 def test_closing_the_stream_stops_the_source(

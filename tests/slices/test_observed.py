@@ -49,3 +49,32 @@ def test_a_relist_drops_writes_made_before_it_even_with_newer_versions():
     listing = cache.mark()
     assert cache.replace([], list_rv="3", since=listing) == {"p"}
     assert cache.by_pool() == {}
+
+
+def with_devices(name, rv, devices, pool="p"):
+    slice_obj = obj(name, rv, pool=pool)
+    slice_obj["spec"]["devices"] = devices
+    return slice_obj
+
+
+def test_clean_pools_hold_each_device_once_and_only_equal_ones_are_swapped():
+    desired = {"d0": {"name": "d0", "attributes": {"a": {"int": 1}}},
+               "d1": {"name": "d1", "attributes": {"a": {"int": 2}}}}
+    cache = SliceCache()
+    cache.put(with_devices("s", "10", [{"name": "d0", "attributes": {"a": {"int": 1}}},
+                                       {"name": "d1", "attributes": {"a": {"bool": True}}}]))
+    assert cache.share_devices("p", desired) == 1
+    stored = cache.pool_slices("p")[0]["spec"]["devices"]
+    assert stored[0] is desired["d0"]  # one object for both views
+    assert stored[1] == {"name": "d1", "attributes": {"a": {"bool": True}}}  # the server's
+    assert cache.share_devices("p", desired) == 0  # already shared: nothing to do
+
+
+def test_a_relist_keeps_the_stored_object_of_an_unchanged_slice():
+    cache = SliceCache()
+    devices = [{"name": "d0"}]
+    cache.put(with_devices("s", "10", devices))
+    listing = cache.mark()
+    changed = cache.replace([with_devices("s", "10", [{"name": "d0"}])], "10", listing)
+    assert changed == set()
+    assert cache.pool_slices("p")[0]["spec"]["devices"] is devices

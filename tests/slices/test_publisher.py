@@ -307,3 +307,23 @@ def test_watches_ended_at_once_are_retried_with_backoff_not_in_a_loop(server, no
     # FAST backs off 0.05 s doubling to 0.4 s: a handful of tries, not hundreds.
     assert server.request_log.count("watch", "resourceslices") < 10
     assert publisher.stats().errors.get("watch_closed", 0) >= 1
+
+
+def _held_specs(publisher, pool_name):
+    return [d for o in publisher._cache.pool_slices(pool_name) for d in o["spec"]["devices"]]
+
+
+def test_published_devices_are_held_once_whether_written_or_adopted(server, node, start):
+    """A big node's memory: what the server stores is not kept as a second copy of every
+    device next to the inventory, after our writes and after adopting listed slices."""
+    inv = inventory(pool("a", gpus(300)))
+    specs = {d.name: d.spec for _, d in inv.devices()}
+    first = start(inv)
+    assert first.wait_synced(10)
+    held = _held_specs(first, "a")
+    assert len(held) == 300 and all(d is specs[d["name"]] for d in held)
+    first.stop()
+    second = start(inv)  # lists the slices the first one wrote
+    assert second.wait_synced(10) and server.writes() == 3
+    held = _held_specs(second, "a")
+    assert len(held) == 300 and all(d is specs[d["name"]] for d in held)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from pathlib import Path
 
 from driver.devices.backend import BackendContext
 from driver.devices.model import Device, Inventory, Pool
+from driver.devices.stamps import link_targets_stamp, listing_stamp
 from driver.devices.sysfs.draft import DeviceDraft
 from driver.devices.sysfs.gpus import gpu_drafts, present_control_nodes
 from driver.devices.sysfs.names import unique_names
@@ -45,6 +47,16 @@ class SysfsBackend:
         """The backend `--device-backend sysfs` makes."""
         return cls(context.sysfs_root, context.dev_root, node_name=context.node_name,
                    driver_name=context.driver_name)
+
+    def change_stamp(self) -> Hashable:
+        """What changes when a device comes or goes: the PCI functions and the driver
+        each is bound to, the network interfaces, the device nodes. Attribute values
+        (link speed, NVML facts) are left to the plugin's periodic full rescan."""
+        pci_dir = self.sysfs_root / "bus" / "pci" / "devices"
+        functions = listing_stamp(pci_dir)
+        return (functions, link_targets_stamp(pci_dir, functions, "driver"),
+                listing_stamp(self.sysfs_root / "class" / "net"),
+                listing_stamp(self.dev_root), listing_stamp(self.dev_root / "dri"))
 
     def discover(self) -> Inventory:
         """Scan the tree. Names derive from PCI addresses and interface names, so the same

@@ -1,0 +1,234 @@
+"""Memory and idle CPU of the plugin process at node scale, against a floor.
+
+The floor is measured in the same run and involves none of this project's code: a bare
+Python interpreter that imports grpc and protobuf (what any gRPC kubelet plugin in
+Python must load). Against it, the real plugin (`simdra run`, fake NICs, the API
+stand-in, the kubelet emulator) at 10, 1,000 and 10,000 devices:
+
+- RSS once the slices are published, and the CPU it uses idle over a window (default
+  30 s, `--window`) with the default rescan interval (10 s), as % of one core, with
+  the health stream open as a kubelet keeps it (the full list every 10 s);
+- with 10,000 devices: RSS and idle CPU after preparing 1,000 NIC shares, and RSS
+  again after unpreparing them all, with the ratio to the figure before;
+- memory per device and per prepared claim, derived from the above.
+
+Each line carries its target and PASS/MISS. `measure()` returns the rows, so another
+bench can print this table as part of its own.
+
+    python bench/node_memory_bench.py [--window 30] [--sizes 10,1000,10000] [--claims 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+from driver.claims.types import ClaimRef
+from driver.testing.allocation.builders import exactly
+from driver.testing.cluster import LocalCluster
+from driver.testing.kubelet import KubeletError
+
+MIB = 1024 * 1024
+SETTLE_SECONDS = 3.0  # after publishing: let the first rescan and GC pass
+IDLE_CPU_TARGET = 1.0  # % of one core
+RSS_TARGET_MIB = 120.0  # 10,000 devices + 1,000 prepared shares
+RETURN_TARGET = 1.10  # RSS after unprepare / before prepare
+IN_FLIGHT = 8
+
+_FLOOR = ("import grpc, google.protobuf.message, sys; sys.stdout.write('ready');"
+          "sys.stdout.flush(); sys.stdin.read()")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: what, the figure, its unit, the target, and whether met
+    (None: informational, no target)."""
+
+    label: str
+    value: float
+    unit: str
+    target: str = ""
+    passed: bool | None = None
+
+    def render(self) -> str:
+        """The row as one printed line."""
+        verdict = "" if self.passed is None else ("PASS" if self.passed else "MISS")
+        return f"{self.label:<52} {self.value:>9.2f} {self.unit:<8} {self.target:<14} {verdict}"
+
+
+def floor_rss() -> float:
+    """MiB RSS of a bare interpreter with grpc and protobuf imported."""
+    proc = subprocess.Popen([sys.executable, "-c", _FLOOR], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.read(5)
+    rss = psutil.Process(proc.pid).memory_info().rss
+    proc.communicate(b"")
+    return rss / MIB
+
+
+def idle_cpu(cluster: LocalCluster, process: psutil.Process, window: float) -> float:
+    """% of one core `process` used over `window` seconds, its health stream open."""
+    kubelet = cluster.kubelet
+    assert kubelet is not None
+
+    def watch() -> None:
+        with contextlib.suppress(KubeletError):  # the deadline: the window is over
+            kubelet.watch_health(messages=10**6, timeout=window + 2 * SETTLE_SECONDS)
+
+    stream = threading.Thread(target=watch, daemon=True)
+    stream.start()
+    time.sleep(SETTLE_SECONDS)  # the first (full) message is not idle work
+    before = process.cpu_times()
+    time.sleep(window)
+    after = process.cpu_times()
+    stream.join()
+    used = (after.user + after.system) - (before.user + before.system)
+    return used / window * 100
+
+
+def make_claims(cluster: LocalCluster, count: int, nics: int) -> list[ClaimRef]:
+    """`count` allocated claims, each one share of one of the first `nics` NICs, written
+    as the scheduler would (bypassing the allocator keeps set-up to seconds)."""
+    template = cluster.create_claim("template", exactly("net", f"nic.{cluster.driver_name}"))
+    per_nic = -(-count // nics)
+    bandwidth = 10_000_000_000 // per_nic // 8 * 8  # within the NIC's 10G and its step
+    refs = []
+    for i in range(count):
+        meta = {"name": f"c-{i}", "namespace": "default", "uid": str(uuid.uuid4())}
+        result = {"request": "net", "driver": cluster.driver_name, "pool": cluster.node_name,
+                  "device": f"nic-{i % nics}", "shareID": str(uuid.uuid4()),
+                  "consumedCapacity": {"bandwidth": str(bandwidth)}}
+        cluster.api.put_object("resourceclaims", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+            "spec": template["spec"],
+            "status": {"allocation": {"devices": {"results": [result]}}}})
+        refs.append(ClaimRef("default", meta["name"], meta["uid"]))
+    return refs
+
+
+def _call_all(cluster: LocalCluster, refs: list[ClaimRef], step: str) -> None:
+    kubelet = cluster.kubelet
+    assert kubelet is not None
+    call = kubelet.prepare if step == "prepare" else kubelet.unprepare
+
+    def one(ref: ClaimRef) -> None:
+        answer = call([ref], driver_name=cluster.driver_name)
+        if answer[ref.uid]["error"]:
+            raise RuntimeError(f"{step} {ref.name}: {answer[ref.uid]['error']}")
+
+    with ThreadPoolExecutor(IN_FLIGHT) as pool:
+        list(pool.map(one, refs))
+
+
+@dataclass
+class NodeFigures:
+    """What one plugin run measured (MiB, % of a core)."""
+
+    devices: int
+    idle_rss: float
+    idle_cpu: float
+    prepared_rss: float | None = None
+    prepared_cpu: float | None = None
+    unprepared_rss: float | None = None
+
+
+def measure_node(workdir: Path, devices: int, window: float, claims: int) -> NodeFigures:
+    """One plugin with `devices` fake NICs: idle RSS and CPU; with `claims` > 0 also
+    RSS with that many shares prepared and after unpreparing them."""
+    with LocalCluster(workdir) as cluster:
+        plugin = cluster.start_plugin(profile="nic", num_devices=devices, timeout=600)
+        process = psutil.Process(plugin.pid)
+        time.sleep(SETTLE_SECONDS)
+        cpu = idle_cpu(cluster, process, window)
+        figures = NodeFigures(devices, process.memory_info().rss / MIB, cpu)
+        if claims:
+            refs = make_claims(cluster, claims, min(devices, claims))
+            _call_all(cluster, refs, "prepare")
+            time.sleep(SETTLE_SECONDS)
+            figures.prepared_rss = process.memory_info().rss / MIB
+            figures.prepared_cpu = idle_cpu(cluster, process, window)
+            _call_all(cluster, refs, "unprepare")
+            time.sleep(SETTLE_SECONDS)
+            figures.unprepared_rss = process.memory_info().rss / MIB
+        plugin.stop()
+    return figures
+
+
+def measure(sizes: Sequence[int] = (10, 1000, 10_000), window: float = 30.0,
+            claims: int = 1000) -> list[Row]:
+    """Run everything; the rows of the table (the largest size gets the claims)."""
+    floor = floor_rss()
+    rows = [Row("floor: python + grpc + protobuf imported, RSS", floor, "MiB")]
+    runs: list[NodeFigures] = []
+    base = Path(tempfile.mkdtemp(prefix="sdm-", dir="/tmp"))
+    try:
+        for devices in sizes:
+            with_claims = claims if devices == max(sizes) else 0
+            runs.append(measure_node(base / f"n{devices}", devices, window, with_claims))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    for run in runs:
+        rows.append(Row(f"idle RSS, {run.devices} devices", run.idle_rss, "MiB",
+                        f"x floor {run.idle_rss / floor:.2f}"))
+        rows.append(Row(f"idle CPU over {window:.0f}s, {run.devices} devices", run.idle_cpu,
+                        "% core", f"<= {IDLE_CPU_TARGET}%", run.idle_cpu <= IDLE_CPU_TARGET))
+    rows += _claim_rows(runs[0], runs[-1], claims)
+    return rows
+
+
+def _claim_rows(small: NodeFigures, big: NodeFigures, claims: int) -> list[Row]:
+    rows = []
+    if big.devices > small.devices:
+        per_device = (big.idle_rss - small.idle_rss) * 1024 / (big.devices - small.devices)
+        rows.append(Row("memory per device (idle RSS slope)", per_device, "KiB"))
+    if big.prepared_rss is None or big.unprepared_rss is None:
+        return rows
+    rows.append(Row(f"RSS, {big.devices} devices + {claims} prepared shares",
+                    big.prepared_rss, "MiB", f"<= {RSS_TARGET_MIB:.0f} MiB",
+                    big.prepared_rss <= RSS_TARGET_MIB))
+    if big.prepared_cpu is not None:
+        rows.append(Row(f"idle CPU, {big.devices} devices + {claims} prepared shares",
+                        big.prepared_cpu, "% core", f"<= {IDLE_CPU_TARGET}%",
+                        big.prepared_cpu <= IDLE_CPU_TARGET))
+    per_claim = (big.prepared_rss - big.idle_rss) * 1024 / claims
+    rows.append(Row("memory per prepared claim", per_claim, "KiB"))
+    ratio = big.unprepared_rss / big.idle_rss
+    rows.append(Row("RSS after unprepare", big.unprepared_rss, "MiB"))
+    rows.append(Row("RSS after unprepare / before prepare", ratio, "x",
+                    f"<= {RETURN_TARGET:.2f}", ratio <= RETURN_TARGET))
+    return rows
+
+
+def main() -> None:
+    """Run and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=float, default=30.0,
+                        help="seconds of idle CPU measurement per size")
+    parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--claims", type=int, default=1000)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"node memory: fake NICs, sizes {sizes}, {args.claims} prepared shares on the "
+          f"largest, idle window {args.window:.0f}s")
+    for row in measure(sizes, args.window, args.claims):
+        print(row.render())
+
+
+if __name__ == "__main__":
+    main()
