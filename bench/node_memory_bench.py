@@ -38,6 +38,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
+from targets import Row, table
+
 from driver.claims.types import ClaimRef
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
@@ -52,23 +54,6 @@ IN_FLIGHT = 8
 
 _FLOOR = ("import grpc, google.protobuf.message, sys; sys.stdout.write('ready');"
           "sys.stdout.flush(); sys.stdin.read()")
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the table: what, the figure, its unit, the target, and whether met
-    (None: informational, no target)."""
-
-    label: str
-    value: float
-    unit: str
-    target: str = ""
-    passed: bool | None = None
-
-    def render(self) -> str:
-        """The row as one printed line."""
-        verdict = "" if self.passed is None else ("PASS" if self.passed else "MISS")
-        return f"{self.label:<52} {self.value:>9.2f} {self.unit:<8} {self.target:<14} {verdict}"
 
 
 def floor_rss() -> float:
@@ -226,8 +211,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"node memory: fake NICs, sizes {sizes}, {args.claims} prepared shares on the "
           f"largest, idle window {args.window:.0f}s")
-    for row in measure(sizes, args.window, args.claims):
-        print(row.render())
+    print(table("issue 14 memory and idle targets", measure(sizes, args.window, args.claims)))
 
 
 if __name__ == "__main__":
