@@ -2,9 +2,13 @@
 
 The floor does not involve this project's code: an empty unary call to a minimal Python
 gRPC server in its own process on a unix socket, and the atomic-write primitive (temp
-file, fsync, rename, directory fsync) and a durable unlink in the same file system as
-the plugin's directories. A prepare needs at least one call and two atomic writes (the
-record, then the CDI spec), an unprepare one call and two durable unlinks.
+file, fsync, rename, directory fsync) and a durable unlink, in two directories of the
+file system the plugin writes to. A prepare needs at least one call and two atomic
+writes (the record, then the CDI spec), an unprepare one call and two durable unlinks.
+
+A shared machine's disk is not steady (fsyncs take 0.3 ms one second and 8 ms the next),
+so the floor is sampled where the plugin is: one floor sample after every few calls of
+the sequential rounds, and a hundred right before and after each throughput round.
 
 Against it, the real plugin process (kubelet emulator over its unix socket, claims read
 from the API stand-in over HTTP) with N claims, each a share of a NIC
@@ -12,20 +16,21 @@ from the API stand-in over HTTP) with N claims, each a share of a NIC
 
 - sequential prepare and unprepare (1 in flight) p50/p99 and the ratio to the floor;
 - throughput at 1, 8 and 64 calls in flight, per quarter of the N claims (flatness:
-  does the 2,000th prepare cost what the first did?);
+  does the 2,000th prepare cost what the first did?), against the serial floor;
 - an empty call (unprepare of an unknown claim) on the fresh plugin and with N
-  prepared.
+  prepared, each in turn with the floor's empty call.
 
-    python bench/node_scale_bench.py [--claims 2000] [--floor-samples 300]
+It ends with a table of issue 14's prepare-path targets, each PASS or MISS.
+`measure()` returns that table's rows, so another bench can print it with its own.
+
+    python bench/node_scale_bench.py [--claims 2000] [--work-parent /var/tmp]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,84 +38,79 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-from driver.atomicfile import remove_durable, write_atomic
+from scale_floor import Floor
+
 from driver.claims.types import ClaimRef
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
 
 NICS = 8
 CONCURRENCY = (1, 8, 64)
-RECORD_BYTES = 3000  # about a one-share claim's record
-
-_MINIMAL_SERVER = """
-import sys, time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-import grpc
-handler = grpc.method_handlers_generic_handler("bench.Empty", {
-    "Call": grpc.unary_unary_rpc_method_handler(lambda request, context: b"",
-        request_deserializer=None, response_serializer=None)})
-server = grpc.server(ThreadPoolExecutor(8))
-server.add_generic_rpc_handlers((handler,))
-server.add_insecure_port("unix:" + sys.argv[1])
-server.start()
-print("ready", flush=True)
-sys.stdin.read()
-"""
+INTERLEAVED = 400  # floor samples spread over a sequential round
+AROUND = 100  # floor samples right before, and again right after, a throughput round
+EMPTY_SAMPLES = 300
+# Not /tmp: on an ext4 without a journal (as on the machine this was written on) each
+# file created skips the inodes of its block group deleted in the last half minute, and
+# /tmp's group is where every build and test on the machine churns its temp files: a
+# create there cost up to a millisecond of CPU, the floor's and the plugin's alike. A
+# kubelet's directories are not /tmp either.
+WORK_PARENT = "/var/tmp"
+# Issue 14's targets for the prepare path.
+SEQUENTIAL_PREPARE = 2.0  # p50 / floor p50, at most
+SEQUENTIAL_UNPREPARE = 1.5
+GROUP_COMMIT = 2.0  # 64 in flight / serial floor, at least
+FLATNESS = 0.90  # last quarter / first quarter, at least
+EMPTY_FULL = 1.2  # empty call with N prepared / on the fresh plugin, at most
 
 
-def _pct(samples: Sequence[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+@dataclass(frozen=True)
+class Row:
+    """One line of the targets table: what, the figure, its unit, the target, and
+    whether met (None: informational)."""
+
+    label: str
+    value: float
+    unit: str
+    target: str = ""
+    passed: bool | None = None
+
+    def render(self) -> str:
+        """The row as one printed line."""
+        verdict = "" if self.passed is None else ("PASS" if self.passed else "MISS")
+        return f"{self.label:<52} {self.value:>9.2f} {self.unit:<8} {self.target:<14} {verdict}"
 
 
-def _p50(samples: Sequence[float]) -> float:
-    return statistics.median(samples)
+@dataclass(frozen=True)
+class Round:
+    """One pass over all claims: latencies, calls/s per quarter and overall, and the
+    floor samples (seconds per serial floor call) taken with it."""
+
+    latencies: list[float]
+    quarters: list[float]
+    overall: float
+    floor: list[float] = field(default_factory=list)
+
+    @property
+    def floor_p50(self) -> float:
+        """Seconds of one floor prepare (or unprepare), as measured with this round."""
+        return statistics.median(self.floor)
 
 
-def _time(fn: Callable[[], object], count: int) -> list[float]:
-    samples = []
-    for _ in range(count):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
+@dataclass
+class Measured:
+    """Everything one run measured."""
 
-
-def floor(workdir: Path, samples: int) -> dict[str, float]:
-    """p50 seconds of the floor parts, measured here and now."""
-    workdir.mkdir(parents=True)
-    path = workdir / "floor.sock"
-    server = subprocess.Popen([sys.executable, "-c", _MINIMAL_SERVER, str(path)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert server.stdout is not None and server.stdout.readline().strip() == b"ready"
-        with grpc.insecure_channel(f"unix:{path}") as channel:
-            call = channel.unary_unary("/bench.Empty/Call")
-            call(b"", timeout=10)  # connect
-            rpc = _time(lambda: call(b"", timeout=10), samples)
-    finally:
-        server.kill()
-        server.wait()
-    files = workdir / "floor-files"
-    files.mkdir()
-    data = os.urandom(RECORD_BYTES)
-    names = iter(range(10**9))
-    written: list[Path] = []
-
-    def write() -> None:
-        target = files / f"f{next(names)}.json"
-        write_atomic(target, data)
-        written.append(target)
-
-    writes = _time(write, samples)
-    removes = _time(lambda: remove_durable(written.pop()), samples)
-    return {"rpc": _p50(rpc), "write": _p50(writes), "remove": _p50(removes)}
+    claims: int
+    parts: dict[str, float]  # p50 seconds of the floor's parts: rpc, write, remove
+    # Empty call and floor call p50 seconds, on the fresh plugin and with N prepared.
+    empty_fresh: tuple[float, float] = (0.0, 0.0)
+    empty_full: tuple[float, float] = (0.0, 0.0)
+    rounds: dict[tuple[str, int], Round] = field(default_factory=dict)
 
 
 def make_claims(cluster: LocalCluster, count: int) -> list[ClaimRef]:
@@ -121,145 +121,208 @@ def make_claims(cluster: LocalCluster, count: int) -> list[ClaimRef]:
     bandwidth = 10_000_000_000 // per_nic // 8 * 8  # within the NIC's 10G and its step
     refs = []
     for i in range(count):
-        claim = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": f"c-{i}", "namespace": "default", "uid": str(uuid.uuid4())},
+        meta = {"name": f"c-{i}", "namespace": "default", "uid": str(uuid.uuid4())}
+        result = {"request": "net", "driver": cluster.driver_name, "pool": cluster.node_name,
+                  "device": f"nic-{i % NICS}", "shareID": str(uuid.uuid4()),
+                  "consumedCapacity": {"bandwidth": str(bandwidth)}}
+        cluster.api.put_object("resourceclaims", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
             "spec": template["spec"],
-            "status": {"allocation": {"devices": {"results": [{
-                "request": "net", "driver": cluster.driver_name, "pool": cluster.node_name,
-                "device": f"nic-{i % NICS}", "shareID": str(uuid.uuid4()),
-                "consumedCapacity": {"bandwidth": str(bandwidth)},
-            }]}}},
-        }
-        cluster.api.put_object("resourceclaims", claim)
-        refs.append(ClaimRef("default", claim["metadata"]["name"], claim["metadata"]["uid"]))
+            "status": {"allocation": {"devices": {"results": [result]}}}})
+        refs.append(ClaimRef("default", meta["name"], meta["uid"]))
     return refs
 
 
-@dataclass(frozen=True)
-class Round:
-    """One pass over all claims: latencies, calls/s per quarter (in order of completion)
-    and overall."""
-
-    latencies: list[float]
-    quarters: list[float]
-    overall: float
-
-
-@dataclass(frozen=True)
-class Results:
-    """Everything measured on the plugin."""
-
-    empty_fresh: float
-    empty_full: float
-    rounds: dict[tuple[str, int], Round]  # (step, in flight) -> round
-
-
-def run_round(cluster: LocalCluster, refs: list[ClaimRef], step: str, in_flight: int) -> Round:
-    """Prepare (or unprepare) every claim with `in_flight` calls at a time."""
+def _caller(cluster: LocalCluster, step: str) -> Callable[[ClaimRef], float]:
+    """A function that prepares (or unprepares) one claim and returns its latency."""
     kubelet, driver = cluster.kubelet, cluster.driver_name
     assert kubelet is not None
     call = kubelet.prepare if step == "prepare" else kubelet.unprepare
+
+    def one(ref: ClaimRef) -> float:
+        start = time.perf_counter()
+        answer = call([ref], driver_name=driver)
+        latency = time.perf_counter() - start
+        if answer[ref.uid]["error"]:
+            raise RuntimeError(f"{step} {ref.name}: {answer[ref.uid]['error']}")
+        return latency
+
+    return one
+
+
+def _quarters(counts_and_seconds: Sequence[tuple[int, float]]) -> list[float]:
+    return [n / s for n, s in counts_and_seconds]
+
+
+def sequential_round(cluster: LocalCluster, refs: list[ClaimRef], step: str,
+                     floor: Floor) -> Round:
+    """Every claim one at a time, with a floor sample after every few calls (not timed
+    as part of the calls): rates per quarter are calls over their summed latencies."""
+    one = _caller(cluster, step)
+    sample = floor.prepare if step == "prepare" else floor.unprepare
+    every = max(1, len(refs) // INTERLEAVED)
+    latencies, floor_samples = [], []
+    for i, ref in enumerate(refs):
+        latencies.append(one(ref))
+        if i % every == 0:
+            floor_samples.append(sample())
+    q = len(latencies) // 4
+    parts = [latencies[:q], latencies[q:2 * q], latencies[2 * q:3 * q], latencies[3 * q:]]
+    return Round(latencies, _quarters([(len(p), sum(p)) for p in parts]),
+                 len(latencies) / sum(latencies), floor_samples)
+
+
+def concurrent_round(cluster: LocalCluster, refs: list[ClaimRef], step: str,
+                     in_flight: int, floor: Floor) -> Round:
+    """Every claim with `in_flight` calls at a time, between two runs of floor samples;
+    rates per quarter of the calls in order of completion."""
+    one = _caller(cluster, step)
+    sample = floor.prepare if step == "prepare" else floor.unprepare
+    floor_samples = [sample() for _ in range(AROUND)]
     done: list[float] = []
     latencies: list[float] = []
     lock = threading.Lock()
 
-    def one(ref: ClaimRef) -> None:
-        start = time.perf_counter()
-        answer = call([ref], driver_name=driver)
-        end = time.perf_counter()
-        if answer[ref.uid]["error"]:
-            raise RuntimeError(answer[ref.uid]["error"])
+    def timed(ref: ClaimRef) -> None:
+        latency = one(ref)
         with lock:
-            latencies.append(end - start)
-            done.append(end)
+            latencies.append(latency)
+            done.append(time.perf_counter())
 
     begin = time.perf_counter()
     with ThreadPoolExecutor(in_flight) as pool:
-        list(pool.map(one, refs))
+        list(pool.map(timed, refs))
+    floor_samples += [sample() for _ in range(AROUND)]
     done.sort()
-    quarter = len(done) // 4
-    marks = [begin] + [done[q * quarter - 1] for q in range(1, 4)] + [done[-1]]
-    counts = [quarter, quarter, quarter, len(done) - 3 * quarter]
-    rates = [n / (b - a) for n, a, b in zip(counts, marks[:-1], marks[1:], strict=True)]
-    return Round(latencies, rates, len(done) / (done[-1] - begin))
+    q = len(done) // 4
+    marks = [begin] + [done[i * q - 1] for i in range(1, 4)] + [done[-1]]
+    counts = [q, q, q, len(done) - 3 * q]
+    rates = _quarters([(n, b - a) for n, a, b in zip(counts, marks, marks[1:], strict=False)])
+    return Round(latencies, rates, len(done) / (done[-1] - begin), floor_samples)
 
 
-def empty_call(cluster: LocalCluster, samples: int = 200) -> float:
-    """p50 seconds of an unprepare of a claim the plugin never saw."""
+def empty_call(cluster: LocalCluster, floor: Floor,
+               samples: int = EMPTY_SAMPLES) -> tuple[float, float]:
+    """p50 seconds of an unprepare of a claim the plugin never saw, and of the floor's
+    empty call, the two taken in turn."""
     kubelet = cluster.kubelet
     assert kubelet is not None
     unknown = [ClaimRef("default", "unknown", str(uuid.uuid4()))]
-    return _p50(_time(lambda: kubelet.unprepare(unknown, driver_name=cluster.driver_name),
-                      samples))
+    latencies, floor_rpc = [], []
+    for _ in range(samples):
+        start = time.perf_counter()
+        kubelet.unprepare(unknown, driver_name=cluster.driver_name)
+        latencies.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        floor.call()
+        floor_rpc.append(time.perf_counter() - start)
+    return statistics.median(latencies), statistics.median(floor_rpc)
+
+
+def run(claims: int = 2000, parent: str = WORK_PARENT) -> Measured:
+    """Start the node in a new directory under `parent`, measure every round, stop;
+    the figures."""
+    workdir = Path(tempfile.mkdtemp(prefix="sdn-", dir=parent))
+    try:
+        with Floor(workdir / "floor") as floor, LocalCluster(workdir / "node") as cluster:
+            cluster.start_plugin(profile="nic", num_devices=NICS)
+            refs = make_claims(cluster, claims)
+            measured = Measured(claims, floor.parts())
+            measured.empty_fresh = empty_call(cluster, floor)
+            for in_flight in CONCURRENCY:
+                for step in ("prepare", "unprepare"):
+                    measured.rounds[(step, in_flight)] = (
+                        sequential_round(cluster, refs, step, floor) if in_flight == 1
+                        else concurrent_round(cluster, refs, step, in_flight, floor))
+                    if (step, in_flight) == ("prepare", 1):
+                        measured.empty_full = empty_call(cluster, floor)
+            return measured
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def target_rows(m: Measured) -> list[Row]:
+    """Issue 14's prepare-path targets as measured, each with PASS or MISS."""
+    ms = 1000.0
+    seq_p, seq_u = m.rounds[("prepare", 1)], m.rounds[("unprepare", 1)]
+    burst = m.rounds[("prepare", 64)]
+    rows = [Row("floor: prepare (call + 2 atomic writes), p50", seq_p.floor_p50 * ms, "ms"),
+            Row("floor: unprepare (call + 2 durable unlinks), p50", seq_u.floor_p50 * ms, "ms")]
+    for label, one, goal in (("prepare", seq_p, SEQUENTIAL_PREPARE),
+                             ("unprepare", seq_u, SEQUENTIAL_UNPREPARE)):
+        p50 = statistics.median(one.latencies)
+        rows.append(Row(f"sequential {label}, p50", p50 * ms, "ms"))
+        ratio = p50 / one.floor_p50
+        rows.append(Row(f"sequential {label} p50 / floor", ratio, "x", f"<= {goal:.1f}x",
+                        ratio <= goal))
+    serial = 1 / burst.floor_p50
+    rows.append(Row("serial floor around the 64-in-flight round", serial, "/s"))
+    rows.append(Row("prepare, 64 in flight", burst.overall, "/s"))
+    rows.append(Row("prepare, 64 in flight / serial floor", burst.overall / serial, "x",
+                    f">= {GROUP_COMMIT:.1f}x", burst.overall / serial >= GROUP_COMMIT))
+    flat = burst.quarters[-1] / burst.quarters[0]
+    rows.append(Row(f"64 in flight, last / first quarter (to {m.claims})", flat, "x",
+                    f">= {FLATNESS:.2f}x", flat >= FLATNESS))
+    return rows + _empty_rows(m)
+
+
+def _empty_rows(m: Measured) -> list[Row]:
+    """The empty call's rows. The kubelet emulator and the API stand-in share the
+    bench's process, whose own calls slow down as it holds N claims (the floor's call
+    too, by a third): the target is judged on each empty call over the floor call taken
+    in turn with it."""
+    ms = 1000.0
+    (fresh, fresh_floor), (full, full_floor) = m.empty_fresh, m.empty_full
+    normalized = (full / full_floor) / (fresh / fresh_floor)
+    return [Row("empty call, fresh plugin", fresh * ms, "ms"),
+            Row(f"empty call, {m.claims} prepared", full * ms, "ms"),
+            Row("floor call, taken in turn with the fresh one", fresh_floor * ms, "ms"),
+            Row(f"floor call, taken in turn with the {m.claims} prepared one",
+                full_floor * ms, "ms"),
+            Row(f"empty call, {m.claims} prepared / fresh (raw)", full / fresh, "x"),
+            Row(f"empty call, {m.claims} prepared / fresh (per floor call)", normalized, "x",
+                f"<= {EMPTY_FULL:.1f}x", normalized <= EMPTY_FULL)]
+
+
+def detail_lines(m: Measured) -> list[str]:
+    """The per-round figures: floor parts, latencies, rates per quarter."""
+    ms = 1000.0
+    parts = m.parts
+    lines = [f"node scale: {m.claims} claims, one NIC share each, {NICS} NICs",
+             f"floor parts (p50): empty gRPC call {parts['rpc'] * ms:.2f} ms, atomic write "
+             f"{parts['write'] * ms:.2f} ms, durable unlink {parts['remove'] * ms:.2f} ms",
+             "round                      p50 ms  p99 ms   floor ms  quarters (calls/s)"
+             "              overall  vs serial floor"]
+    for in_flight in CONCURRENCY:
+        for step in ("prepare", "unprepare"):
+            one = m.rounds[(step, in_flight)]
+            ordered = sorted(one.latencies)
+            p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+            quarters = " ".join(f"{r:6.0f}" for r in one.quarters)
+            lines.append(
+                f"{step:9s} {in_flight:2d} in flight  {statistics.median(ordered) * ms:7.2f} "
+                f"{p99 * ms:7.2f}  {one.floor_p50 * ms:8.2f}  {quarters}  {one.overall:6.0f}/s"
+                f"  {one.overall * one.floor_p50:5.2f}x")
+    return lines
+
+
+def measure(claims: int = 2000, parent: str = WORK_PARENT) -> list[Row]:
+    """Run the benchmark; the targets table's rows (the details are printed)."""
+    measured = run(claims, parent)
+    print("\n".join(detail_lines(measured)))
+    return target_rows(measured)
 
 
 def main() -> None:
-    """Run the benchmark and print the table."""
+    """Run the benchmark and print its tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", type=int, default=2000)
-    parser.add_argument("--floor-samples", type=int, default=300)
+    parser.add_argument("--work-parent", default=WORK_PARENT,
+                        help="where the node's directories are made (default %(default)s)")
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="sdn-", dir="/tmp"))
-    try:
-        before = floor(workdir / "floor-1", args.floor_samples)
-        with LocalCluster(workdir / "node") as cluster:
-            cluster.start_plugin(profile="nic", num_devices=NICS)
-            refs = make_claims(cluster, args.claims)
-            results = _measure(cluster, refs)
-        after = floor(workdir / "floor-2", args.floor_samples)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    # A shared machine's disk is not steady: the floor is taken before and after the
-    # plugin's rounds, and the ratios use their mean.
-    base = {k: (before[k] + after[k]) / 2 for k in before}
-    _report(args.claims, base, results, (before, after))
-
-
-def _measure(cluster: LocalCluster, refs: list[ClaimRef]) -> Results:
-    fresh = empty_call(cluster)
-    full = 0.0
-    rounds = {}
-    for in_flight in CONCURRENCY:
-        rounds[("prepare", in_flight)] = run_round(cluster, refs, "prepare", in_flight)
-        if in_flight == 1:
-            full = empty_call(cluster)
-        rounds[("unprepare", in_flight)] = run_round(cluster, refs, "unprepare", in_flight)
-    return Results(fresh, full, rounds)
-
-
-def _report(count: int, base: dict[str, float], results: Results,
-            floors: tuple[dict[str, float], dict[str, float]]) -> None:
-    ms = 1000.0
-    prepare_floor = base["rpc"] + 2 * base["write"]
-    unprepare_floor = base["rpc"] + 2 * base["remove"]
-    print(f"node scale: {count} claims, one NIC share each, {NICS} NICs")
-    for when, part in zip(("before", "after"), floors, strict=True):
-        print(f"floor {when} the rounds: empty gRPC call {part['rpc'] * ms:.2f} ms, atomic "
-              f"write {part['write'] * ms:.2f} ms, durable unlink {part['remove'] * ms:.2f} ms")
-    print(f"  prepare floor (call + 2 writes)     {prepare_floor * ms:6.2f} ms  "
-          f"= {1 / prepare_floor:6.0f}/s serial")
-    print(f"  unprepare floor (call + 2 unlinks)  {unprepare_floor * ms:6.2f} ms  "
-          f"= {1 / unprepare_floor:6.0f}/s serial")
-    seq_p = results.rounds[("prepare", 1)].latencies
-    seq_u = results.rounds[("unprepare", 1)].latencies
-    print("sequential (1 in flight, ledger growing to N)")
-    for label, samples, ref in (("prepare", seq_p, prepare_floor),
-                                ("unprepare", seq_u, unprepare_floor)):
-        print(f"  {label:9s} p50 {_p50(samples) * ms:6.2f} ms  p99 {_pct(samples, 0.99) * ms:6.2f}"
-              f" ms  p50/floor {_p50(samples) / ref:4.1f}x")
-    fresh, full = results.empty_fresh, results.empty_full
-    print(f"empty call: fresh {fresh * ms:.2f} ms, with {count} prepared {full * ms:.2f} ms"
-          f"  ratio {full / fresh:.2f}x")
-    print("throughput per quarter of the claims (calls/s), overall, and vs the serial floor")
-    for in_flight in CONCURRENCY:
-        for step, ref in (("prepare", prepare_floor), ("unprepare", unprepare_floor)):
-            one = results.rounds[(step, in_flight)]
-            rates, overall = one.quarters, one.overall
-            quarters = " ".join(f"{r:6.0f}" for r in rates)
-            print(f"  {step:9s} {in_flight:2d} in flight: {quarters}   overall {overall:6.0f}/s"
-                  f"  last/first {rates[-1] / rates[0]:4.2f}  vs floor {overall * ref:4.2f}x")
+    rows = measure(args.claims, args.work_parent)
+    print("issue 14 prepare-path targets (ratios against the floor of the same run)")
+    print("\n".join(row.render() for row in rows))
 
 
 if __name__ == "__main__":

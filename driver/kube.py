@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 # Where a pod's ServiceAccount credentials are mounted (as the client's in-cluster loader
 # reads them).
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+# Connections to the API server kept open for reuse (as many as prepares in flight).
+API_CONNECTIONS = 64
 
 
 class ClusterConfigError(Exception):
@@ -119,6 +121,10 @@ def load_api_client(kubeconfig: str | None) -> client.ApiClient:
                 "no cluster configuration: not running in a pod with a service account "
                 f"({err}) and no --kubeconfig (env KUBECONFIG) given") from None
     configuration.retries = False
+    # Concurrent prepares each read their claim: the default (5 per CPU) would open and
+    # drop a connection per read beyond it, with a warning each time.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize,
+                                                API_CONNECTIONS)
     return client.ApiClient(configuration)
 
 

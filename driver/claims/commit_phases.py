@@ -3,7 +3,9 @@
 Each step runs for every claim of the batch before the next, and each directory fsync is
 shared by the batch:
 
-prepare:   checkpoint records -> fsync of their directory -> CDI specs -> fsync of theirs
+prepare:   contents of records and CDI specs under temp names, fsynced at once
+           (`driver.claims.claim_files`) -> records in place -> fsync of their
+           directory -> CDI specs in place -> fsync of theirs
 unprepare: CDI specs -> fsync of their directory -> records (or corrupt records set
            aside) -> fsync of theirs
 
@@ -18,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from driver import atomicfile
-from driver.atomicfile import remove_durable, safe_child, write_atomic
-from driver.claims.cdi import CDI_SPEC_MODE
+from driver.atomicfile import remove_durable, safe_child
+from driver.claims.claim_files import ClaimFiles, sync_and_place_records
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import Item, Planned, Removal, in_item_context, label
 from driver.claims.prepared_store import PreparedStore
@@ -40,12 +42,23 @@ class CommitPhases:
         self._fault = fault
 
     def write(self, planned: list[Planned], fail: Failure[Planned]) -> list[Planned]:
-        """Records, one fsync, CDI specs, one fsync; the claims that got all of them.
+        """Both files' contents, one wave of fsyncs, records, one fsync, CDI specs, one
+        fsync; the claims that got all of them. Temp files of what did not go ahead are
+        removed, whatever happened.
 
         The ledger already holds every planned claim; one whose record was not written
         is taken out of it, one whose record was is in `records` from then on."""
+        try:
+            return self._write(planned, fail)
+        finally:
+            for item in planned:
+                if item.files is not None:
+                    item.files.discard()
+
+    def _write(self, planned: list[Planned], fail: Failure[Planned]) -> list[Planned]:
         store = self._store
-        written = self._run(planned, "write checkpoint", self._save_record, fail)
+        staged = self._run(planned, "write checkpoint", self._stage_files, fail)
+        written = self._place_records(staged, fail)
         written = self._sync(written, store.checkpoint.sync, fail)
         recorded = {item.ref.uid for item in written}
         for item in planned:
@@ -117,12 +130,21 @@ class CommitPhases:
 
     # --- one claim's step ------------------------------------------------------------
 
-    def _save_record(self, item: Planned) -> None:
-        self._store.checkpoint.mark_changing()
-        self._store.checkpoint.save(item.prepared, sync=False)
+    def _stage_files(self, item: Planned) -> None:
+        item.files = ClaimFiles.stage(self._store.checkpoint, item.prepared, item.spec_path)
+
+    def _place_records(self, items: list[Planned], fail: Failure[Planned]) -> list[Planned]:
+        """One wave of fsyncs for all staged files, then the records in place."""
+        errors = sync_and_place_records(self._store.checkpoint,
+                                        [i.files for i in items if i.files is not None])
+        for item, error in zip(items, errors, strict=True):
+            if error is not None:
+                in_item_context(item, fail, error)
+        return [item for item, error in zip(items, errors, strict=True) if error is None]
 
     def _write_spec(self, item: Planned) -> None:
-        write_atomic(item.spec_path, item.prepared.spec_bytes(), CDI_SPEC_MODE, sync_dir=False)
+        assert item.files is not None
+        item.files.place_spec()
 
     def _remove_spec(self, item: Removal) -> None:
         recorded = item.recorded

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from driver.claims.claim_files import ClaimFiles
 from driver.claims.errors import claim_label
 from driver.claims.plan import PreparedClaim
 from driver.claims.types import ClaimRef
@@ -48,6 +49,7 @@ class Planned(BatchItem):
 
     prepared: PreparedClaim
     spec_path: Path
+    files: ClaimFiles | None = None  # staged at "write checkpoint"
 
 
 @dataclass

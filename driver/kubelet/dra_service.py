@@ -41,7 +41,8 @@ class DRAPluginServicer:
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Prepare the requested claims."""
         claims = dra_convert.claim_refs(request.claims)
-        log.debug("%s NodePrepareResources: %s", self.version, ", ".join(map(str, claims)))
+        if log.isEnabledFor(logging.DEBUG):  # the names are joined only when shown
+            log.debug("%s NodePrepareResources: %s", self.version, ", ".join(map(str, claims)))
         results = self._run_prepare(claims)
         response = dra_convert.prepare_response(
             self._pb, claims, results, share_ids=self._share_ids
@@ -52,7 +53,8 @@ class DRAPluginServicer:
     def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Unprepare the requested claims."""
         claims = dra_convert.claim_refs(request.claims)
-        log.debug("%s NodeUnprepareResources: %s", self.version, ", ".join(map(str, claims)))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s NodeUnprepareResources: %s", self.version, ", ".join(map(str, claims)))
         results = self._run_unprepare(claims)
         response = dra_convert.unprepare_response(self._pb, claims, results)
         _log_errors("unprepare", self.version, claims, response)

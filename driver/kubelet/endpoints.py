@@ -25,6 +25,12 @@ from driver.kubelet.services import advertised_name
 
 log = logging.getLogger(__name__)
 
+# Calls the DRA socket serves at once. A prepare spends most of its time waiting (on the
+# API server, then for the group commit it joins), so the more that wait together, the
+# more share one batch's fsyncs; 8 capped a batch at 8 claims. Threads start on demand:
+# a node that prepares one claim at a time has one.
+DRA_WORKERS = 64
+
 
 class KubeletPlugin:
     """A running kubelet plugin: both sockets served until `stop()`."""
@@ -39,7 +45,7 @@ class KubeletPlugin:
         *,
         serialize: bool = True,
         lock_file: str | None = None,
-        max_workers: int = 8,
+        max_workers: int = DRA_WORKERS,
     ) -> None:
         """Start serving; see `start_kubelet_plugin`."""
         self.driver_name = driver_name
@@ -127,7 +133,7 @@ def start_kubelet_plugin(
     *,
     serialize: bool = True,
     lock_file: str | None = None,
-    max_workers: int = 8,
+    max_workers: int = DRA_WORKERS,
 ) -> KubeletPlugin:
     """Serve DRAPlugin v1 + v1beta1 (and DRAResourceHealth v1alpha1 + v1 when `health`
     is given) on `dra_socket`, then the registration service on `registration_socket`.

@@ -68,3 +68,50 @@ def test_only_stale_temp_files_of_our_own_writes_are_removed(tmp_path):
     assert remove_stale_temps(tmp_path) == [stale]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [fresh.name, *(p.name for p in others)])
+
+
+def test_a_staged_write_shows_nothing_until_committed_and_a_discard_leaves_nothing(tmp_path):
+    from driver.atomicfile import StagedWrite, sync_staged
+
+    target, other = tmp_path / "record.json", tmp_path / "other.json"
+    target.write_bytes(b"old")
+    staged, dropped = StagedWrite(target, b"new", 0o640), StagedWrite(other, b"never")
+    assert target.read_bytes() == b"old" and not other.exists()
+    assert all(name.startswith(".") for name in os.listdir(tmp_path) if name != "record.json")
+
+    assert sync_staged([staged, dropped]) == [None, None]
+    staged.commit()
+    dropped.discard()
+    staged.discard()  # after the commit: nothing to remove, the target stays
+
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert os.listdir(tmp_path) == ["record.json"]
+
+
+def test_a_failed_fsync_fails_only_its_own_write_which_then_cannot_be_committed(
+    tmp_path, monkeypatch
+):
+    from driver import atomicfile
+    from driver.atomicfile import StagedWrite, sync_staged
+
+    writes = [StagedWrite(tmp_path / f"f{i}.json", b"data") for i in range(4)]
+    doomed = os.stat(writes[2].temp).st_ino
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if os.fstat(fd).st_ino == doomed:
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomicfile.os, "fsync", fsync)
+    errors = sync_staged(writes)
+
+    assert [e is None for e in errors] == [True, True, False, True]
+    assert "Input/output error" in str(errors[2])
+    with pytest.raises(ValueError, match="not synced"):
+        writes[2].commit()
+    writes[2].discard()
+    for write in (writes[0], writes[1], writes[3]):
+        write.commit()
+    assert sorted(os.listdir(tmp_path)) == ["f0.json", "f1.json", "f3.json"]

@@ -51,6 +51,17 @@ def test_round_trip_keeps_everything_exactly(tmp_path):
     assert raw["payload"]["cdiSpec"]["kind"] == f"k8s.{DRIVER}/device"
 
 
+def test_a_record_file_is_the_canonical_json_of_the_record(tmp_path):
+    """Sorted keys, no spaces, one line: what `json.dumps` of the record would write,
+    even though the payload's text is spliced in (its checksum needs that text)."""
+    Checkpoint(tmp_path).save(_prepared(A))
+    data = (tmp_path / "claims" / f"{A}.json").read_text()
+    record = json.loads(data)
+    assert sorted(record) == ["checksum", "kind", "payload", "version"]
+    assert data == json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    assert record["checksum"] == _checksum(record["payload"])
+
+
 def _corrupt_json(path):
     path.write_text(path.read_text()[:-40])
 

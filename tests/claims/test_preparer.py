@@ -335,6 +335,46 @@ def test_failed_cdi_write_is_reported_and_repaired_by_the_next_prepare(node):
     assert node.spec_path(A).exists() and answer.devices[0].device_name == "gpu-0"
 
 
+def _fail_next_file_fsync_in(monkeypatch, directory):
+    """The next fsync of a file's content in `directory` fails (a failing disk)."""
+    real = os.fsync
+    failed = []
+
+    def fsync(fd):
+        if not failed and os.path.dirname(os.readlink(f"/proc/self/fd/{fd}")) == str(directory):
+            failed.append(fd)
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(atomicfile.os, "fsync", fsync)
+    return failed
+
+
+def test_a_cdi_spec_whose_content_did_not_sync_is_never_put_in_place(node, monkeypatch):
+    ref = node.add(A, result("gpus", "gpu-0"))
+    preparer = node.preparer()
+    failed = _fail_next_file_fsync_in(monkeypatch, node.cdi)
+    error = preparer.prepare([ref])[A].error
+    assert failed and f"uid {A}): step write CDI spec: OSError" in error
+    # The record is durable and books the device; no spec, and no temp file, is left.
+    assert node.files() == ([], [f"{A}.json"])
+    assert preparer.prepare([node.add(B, result("gpus", "gpu-0"))])[B].error
+    _ok(preparer.prepare([ref]))  # the kubelet's retry puts the spec in place
+    _assert_converged(node, [A])
+
+
+def test_a_record_whose_content_did_not_sync_fails_its_claim_and_leaves_no_file(
+    node, monkeypatch
+):
+    ref = node.add(A, result("gpus", "gpu-0"))
+    preparer = node.preparer()
+    failed = _fail_next_file_fsync_in(monkeypatch, node.data / "claims")
+    assert "step write checkpoint: OSError" in preparer.prepare([ref])[A].error
+    assert failed and node.files() == ([], [])
+    # Never recorded, so the device is free for another claim.
+    _ok(preparer.prepare([node.add(B, result("gpus", "gpu-0"))]))
+
+
 def _fail_next_fsync_of(monkeypatch, directory):
     """The next fsync of `directory` fails (a failing disk): the rename or unlink it was
     to make durable has happened, yet the write or remove raises."""

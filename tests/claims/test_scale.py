@@ -185,11 +185,17 @@ def _concurrent_prepares(tmp_path, monkeypatch, count, fault=None):
     preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data",
                         serialize=held, fault=fault)
     events = []
-    real_fsync, real_replace = atomicfile.fsync_dir, os.replace
+    real_fsync, real_replace, real_file_fsync = atomicfile.fsync_dir, os.replace, os.fsync
 
     def fsync_dir(path):
         events.append(("fsync", pathlib.Path(path).name))
         real_fsync(path)
+
+    def file_fsync(fd):
+        name = pathlib.Path(os.readlink(f"/proc/self/fd/{fd}")).name
+        real_file_fsync(fd)
+        if name.startswith("."):  # a file's content, not a directory
+            events.append(("synced", name))
 
     def replace(src, dst):
         events.append(("rename", pathlib.Path(dst).name))
@@ -197,6 +203,7 @@ def _concurrent_prepares(tmp_path, monkeypatch, count, fault=None):
 
     monkeypatch.setattr(atomicfile, "fsync_dir", fsync_dir)
     monkeypatch.setattr(atomicfile.os, "replace", replace)
+    monkeypatch.setattr(atomicfile.os, "fsync", file_fsync)
     answers, errors = {}, []
 
     def call(ref):
@@ -230,6 +237,13 @@ def test_concurrent_prepares_share_their_directory_fsyncs(tmp_path, monkeypatch)
         record = events.index(("rename", f"{ref.uid}.json"))
         spec = events.index(("rename", f"k8s.{DRIVER}-device_{ref.uid}.json"))
         assert ("fsync", "claims") in events[record:spec]
+    # Every file's content was durable before any file of its batch took its name.
+    second_batch = events[events.index(("fsync", "cdi")) + 1:]
+    first_rename = next(i for i, e in enumerate(second_batch) if e[0] == "rename")
+    synced = [name for kind, name in second_batch[:first_rename] if kind == "synced"]
+    renamed = [name for kind, name in second_batch if kind == "rename"]
+    assert len(renamed) == 18 and all(
+        any(temp.startswith(f".{name}.") for temp in synced) for name in renamed)
 
 
 def test_a_crash_in_the_middle_of_a_batch_converges_after_restart(tmp_path, monkeypatch):
