@@ -44,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 from scale_floor import Floor
+from targets import Row, table
 
 from driver.claims.types import ClaimRef
 from driver.testing.allocation.builders import exactly
@@ -66,23 +67,6 @@ SEQUENTIAL_UNPREPARE = 1.5
 GROUP_COMMIT = 2.0  # 64 in flight / serial floor, at least
 FLATNESS = 0.90  # last quarter / first quarter, at least
 EMPTY_FULL = 1.2  # empty call with N prepared / on the fresh plugin, at most
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the targets table: what, the figure, its unit, the target, and
-    whether met (None: informational)."""
-
-    label: str
-    value: float
-    unit: str
-    target: str = ""
-    passed: bool | None = None
-
-    def render(self) -> str:
-        """The row as one printed line."""
-        verdict = "" if self.passed is None else ("PASS" if self.passed else "MISS")
-        return f"{self.label:<52} {self.value:>9.2f} {self.unit:<8} {self.target:<14} {verdict}"
 
 
 @dataclass(frozen=True)
@@ -321,8 +305,7 @@ def main() -> None:
                         help="where the node's directories are made (default %(default)s)")
     args = parser.parse_args()
     rows = measure(args.claims, args.work_parent)
-    print("issue 14 prepare-path targets (ratios against the floor of the same run)")
-    print("\n".join(row.render() for row in rows))
+    print(table("prepare path (ratios against the floor of the same run)", rows))
 
 
 if __name__ == "__main__":
