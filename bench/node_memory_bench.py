@@ -28,7 +28,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,10 +37,10 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
+from shares import make_shares
 from targets import Row, table
 
 from driver.claims.types import ClaimRef
-from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
 from driver.testing.kubelet import KubeletError
 
@@ -87,26 +86,6 @@ def idle_cpu(cluster: LocalCluster, process: psutil.Process, window: float) -> f
     return used / window * 100
 
 
-def make_claims(cluster: LocalCluster, count: int, nics: int) -> list[ClaimRef]:
-    """`count` allocated claims, each one share of one of the first `nics` NICs, written
-    as the scheduler would (bypassing the allocator keeps set-up to seconds)."""
-    template = cluster.create_claim("template", exactly("net", f"nic.{cluster.driver_name}"))
-    per_nic = -(-count // nics)
-    bandwidth = 10_000_000_000 // per_nic // 8 * 8  # within the NIC's 10G and its step
-    refs = []
-    for i in range(count):
-        meta = {"name": f"c-{i}", "namespace": "default", "uid": str(uuid.uuid4())}
-        result = {"request": "net", "driver": cluster.driver_name, "pool": cluster.node_name,
-                  "device": f"nic-{i % nics}", "shareID": str(uuid.uuid4()),
-                  "consumedCapacity": {"bandwidth": str(bandwidth)}}
-        cluster.api.put_object("resourceclaims", {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
-            "spec": template["spec"],
-            "status": {"allocation": {"devices": {"results": [result]}}}})
-        refs.append(ClaimRef("default", meta["name"], meta["uid"]))
-    return refs
-
-
 def _call_all(cluster: LocalCluster, refs: list[ClaimRef], step: str) -> None:
     kubelet = cluster.kubelet
     assert kubelet is not None
@@ -143,7 +122,7 @@ def measure_node(workdir: Path, devices: int, window: float, claims: int) -> Nod
         cpu = idle_cpu(cluster, process, window)
         figures = NodeFigures(devices, process.memory_info().rss / MIB, cpu)
         if claims:
-            refs = make_claims(cluster, claims, min(devices, claims))
+            refs = make_shares(cluster, claims, min(devices, claims))
             _call_all(cluster, refs, "prepare")
             time.sleep(SETTLE_SECONDS)
             figures.prepared_rss = process.memory_info().rss / MIB

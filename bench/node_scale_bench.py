@@ -44,10 +44,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 from scale_floor import Floor
+from shares import make_shares
 from targets import Row, table
 
 from driver.claims.types import ClaimRef
-from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
 
 NICS = 8
@@ -95,26 +95,6 @@ class Measured:
     empty_fresh: tuple[float, float] = (0.0, 0.0)
     empty_full: tuple[float, float] = (0.0, 0.0)
     rounds: dict[tuple[str, int], Round] = field(default_factory=dict)
-
-
-def make_claims(cluster: LocalCluster, count: int) -> list[ClaimRef]:
-    """`count` allocated claims, each one share of a NIC (written as the scheduler would,
-    bypassing the allocator so that setting up 2,000 claims takes seconds)."""
-    template = cluster.create_claim("template", exactly("net", f"nic.{cluster.driver_name}"))
-    per_nic = -(-count // NICS)
-    bandwidth = 10_000_000_000 // per_nic // 8 * 8  # within the NIC's 10G and its step
-    refs = []
-    for i in range(count):
-        meta = {"name": f"c-{i}", "namespace": "default", "uid": str(uuid.uuid4())}
-        result = {"request": "net", "driver": cluster.driver_name, "pool": cluster.node_name,
-                  "device": f"nic-{i % NICS}", "shareID": str(uuid.uuid4()),
-                  "consumedCapacity": {"bandwidth": str(bandwidth)}}
-        cluster.api.put_object("resourceclaims", {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
-            "spec": template["spec"],
-            "status": {"allocation": {"devices": {"results": [result]}}}})
-        refs.append(ClaimRef("default", meta["name"], meta["uid"]))
-    return refs
 
 
 def _caller(cluster: LocalCluster, step: str) -> Callable[[ClaimRef], float]:
@@ -210,7 +190,7 @@ def run(claims: int = 2000, parent: str = WORK_PARENT) -> Measured:
     try:
         with Floor(workdir / "floor") as floor, LocalCluster(workdir / "node") as cluster:
             cluster.start_plugin(profile="nic", num_devices=NICS)
-            refs = make_claims(cluster, claims)
+            refs = make_shares(cluster, claims, NICS)
             measured = Measured(claims, floor.parts())
             measured.empty_fresh = empty_call(cluster, floor)
             for in_flight in CONCURRENCY:
