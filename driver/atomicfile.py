@@ -175,6 +175,9 @@ class StagedWrite:
 # Concurrent fsyncs: the file system commits them together (one journal commit for
 # many files on ext4 and xfs), where one after the other each waits for its own.
 _SYNC_THREADS = 16
+# The pool is the process's, started on first use and never stopped (its idle threads
+# end with the interpreter); its threads' names start with this.
+SYNC_THREAD_PREFIX = "fsync"
 _sync_pool: ThreadPoolExecutor | None = None
 _sync_pool_lock = threading.Lock()
 
@@ -202,7 +205,7 @@ def _pool() -> ThreadPoolExecutor:
     with _sync_pool_lock:
         if _sync_pool is None:
             # Threads start on demand: a node preparing one claim at a time uses one.
-            _sync_pool = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="fsync")
+            _sync_pool = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix=SYNC_THREAD_PREFIX)
         return _sync_pool
 
 
