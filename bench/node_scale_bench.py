@@ -18,7 +18,12 @@ from the API stand-in over HTTP) with N claims, each a share of a NIC
 - throughput at 1, 8 and 64 calls in flight, per quarter of the N claims (flatness:
   does the 2,000th prepare cost what the first did?), against the serial floor;
 - an empty call (unprepare of an unknown claim) on the fresh plugin and with N
-  prepared, each in turn with the floor's empty call.
+  prepared, each in turn with the floor's empty call;
+- the CPU one prepare costs at 64 in flight (the plugin's, and the bench's own kubelet
+  emulator and API stand-in's, which share the machine's cores) and one serial floor
+  prepare, and from these the ceiling no batching can pass: cores / CPU per prepare.
+  Against the serial floor it says whether a target is a matter of batching (fsyncs
+  shared) or of CPU.
 
 It ends with a table of issue 14's prepare-path targets, each PASS or MISS.
 `measure()` returns that table's rows, so another bench can print it with its own.
@@ -29,6 +34,7 @@ It ends with a table of issue 14's prepare-path targets, each PASS or MISS.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -40,6 +46,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
@@ -70,6 +78,17 @@ EMPTY_FULL = 1.2  # empty call with N prepared / on the fresh plugin, at most
 
 
 @dataclass(frozen=True)
+class Cpu:
+    """CPU seconds per call: the plugin's and the bench process's (kubelet emulator and
+    API stand-in) over a throughput round, and a floor sample's (its server and the bench
+    process) around it."""
+
+    plugin: float
+    bench: float
+    floor: float
+
+
+@dataclass(frozen=True)
 class Round:
     """One pass over all claims: latencies, calls/s per quarter and overall, and the
     floor samples (seconds per serial floor call) taken with it."""
@@ -78,6 +97,7 @@ class Round:
     quarters: list[float]
     overall: float
     floor: list[float] = field(default_factory=list)
+    cpu: Cpu | None = None
 
     @property
     def floor_p50(self) -> float:
@@ -136,13 +156,30 @@ def sequential_round(cluster: LocalCluster, refs: list[ClaimRef], step: str,
                  len(latencies) / sum(latencies), floor_samples)
 
 
+class CpuMeter:
+    """CPU seconds used so far by the plugin, the bench's own process, and the floor's
+    server."""
+
+    def __init__(self, plugin_pid: int, floor: Floor) -> None:
+        self._plugin = psutil.Process(plugin_pid)
+        self._bench = psutil.Process()
+        self._floor = psutil.Process(floor.server_pid)
+
+    def read(self) -> tuple[float, float, float]:
+        """(plugin, bench, floor server) CPU seconds, user and system."""
+        return tuple(sum(p.cpu_times()[:2])  # type: ignore[return-value]
+                     for p in (self._plugin, self._bench, self._floor))
+
+
 def concurrent_round(cluster: LocalCluster, refs: list[ClaimRef], step: str,
-                     in_flight: int, floor: Floor) -> Round:
+                     in_flight: int, floor: Floor, meter: CpuMeter) -> Round:
     """Every claim with `in_flight` calls at a time, between two runs of floor samples;
-    rates per quarter of the calls in order of completion."""
+    rates per quarter of the calls in order of completion, and the CPU per call."""
     one = _caller(cluster, step)
     sample = floor.prepare if step == "prepare" else floor.unprepare
+    before = meter.read()
     floor_samples = [sample() for _ in range(AROUND)]
+    floor_cpu = _used(before, meter.read())
     done: list[float] = []
     latencies: list[float] = []
     lock = threading.Lock()
@@ -153,16 +190,27 @@ def concurrent_round(cluster: LocalCluster, refs: list[ClaimRef], step: str,
             latencies.append(latency)
             done.append(time.perf_counter())
 
+    before = meter.read()
     begin = time.perf_counter()
     with ThreadPoolExecutor(in_flight) as pool:
         list(pool.map(timed, refs))
+    plugin_cpu, bench_cpu, _ = _used(before, meter.read())
+    before = meter.read()
     floor_samples += [sample() for _ in range(AROUND)]
+    floor_cpu = tuple(a + b for a, b in zip(floor_cpu, _used(before, meter.read()),
+                                           strict=True))
+    cpu = Cpu(plugin_cpu / len(refs), bench_cpu / len(refs),
+              (floor_cpu[1] + floor_cpu[2]) / (2 * AROUND))
     done.sort()
     q = len(done) // 4
     marks = [begin] + [done[i * q - 1] for i in range(1, 4)] + [done[-1]]
     counts = [q, q, q, len(done) - 3 * q]
     rates = _quarters([(n, b - a) for n, a, b in zip(counts, marks, marks[1:], strict=False)])
-    return Round(latencies, rates, len(done) / (done[-1] - begin), floor_samples)
+    return Round(latencies, rates, len(done) / (done[-1] - begin), floor_samples, cpu)
+
+
+def _used(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(b - a for a, b in zip(before, after, strict=True))
 
 
 def empty_call(cluster: LocalCluster, floor: Floor,
@@ -189,7 +237,8 @@ def run(claims: int = 2000, parent: str = WORK_PARENT) -> Measured:
     workdir = Path(tempfile.mkdtemp(prefix="sdn-", dir=parent))
     try:
         with Floor(workdir / "floor") as floor, LocalCluster(workdir / "node") as cluster:
-            cluster.start_plugin(profile="nic", num_devices=NICS)
+            plugin = cluster.start_plugin(profile="nic", num_devices=NICS)
+            meter = CpuMeter(plugin.pid, floor)
             refs = make_shares(cluster, claims, NICS)
             measured = Measured(claims, floor.parts())
             measured.empty_fresh = empty_call(cluster, floor)
@@ -197,7 +246,7 @@ def run(claims: int = 2000, parent: str = WORK_PARENT) -> Measured:
                 for step in ("prepare", "unprepare"):
                     measured.rounds[(step, in_flight)] = (
                         sequential_round(cluster, refs, step, floor) if in_flight == 1
-                        else concurrent_round(cluster, refs, step, in_flight, floor))
+                        else concurrent_round(cluster, refs, step, in_flight, floor, meter))
                     if (step, in_flight) == ("prepare", 1):
                         measured.empty_full = empty_call(cluster, floor)
             return measured
@@ -227,7 +276,20 @@ def target_rows(m: Measured) -> list[Row]:
     flat = burst.quarters[-1] / burst.quarters[0]
     rows.append(Row(f"64 in flight, last / first quarter (to {m.claims})", flat, "x",
                     f">= {FLATNESS:.2f}x", flat >= FLATNESS))
-    return rows + _empty_rows(m)
+    return rows + _cpu_rows(burst, serial) + _empty_rows(m)
+
+
+def _cpu_rows(burst: Round, serial: float) -> list[Row]:
+    """Where the 64-in-flight round's CPU went, and the ceiling it sets: with every core
+    busy, no batching gets past cores / CPU per prepare."""
+    assert burst.cpu is not None
+    ms, cpu, cores = 1000.0, burst.cpu, os.cpu_count() or 1
+    ceiling = cores / (cpu.plugin + cpu.bench)
+    return [Row("CPU per prepare at 64 in flight: the plugin", cpu.plugin * ms, "ms"),
+            Row("  and the bench's kubelet emulator + API stand-in", cpu.bench * ms, "ms"),
+            Row("CPU per serial floor prepare (its server + the bench)", cpu.floor * ms, "ms"),
+            Row(f"CPU ceiling: {cores} cores / CPU per prepare", ceiling, "/s"),
+            Row("CPU ceiling / serial floor", ceiling / serial, "x")]
 
 
 def _empty_rows(m: Measured) -> list[Row]:

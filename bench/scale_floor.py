@@ -76,6 +76,12 @@ class Floor:
             self._server.kill()
             self._server.wait()
 
+    @property
+    def server_pid(self) -> int:
+        """Process id of the minimal gRPC server (to count its CPU)."""
+        assert self._server is not None
+        return self._server.pid
+
     def call(self) -> None:
         """One empty unary call."""
         self._call(b"", timeout=10)

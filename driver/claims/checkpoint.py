@@ -91,8 +91,8 @@ class Checkpoint:
         )
 
     def stage(self, claim: PreparedClaim) -> StagedWrite:
-        """The record of `claim` written under a temp name, for a batch's shared fsyncs
-        (`driver.atomicfile.sync_staged`); in place once committed."""
+        """The record of `claim`, encoded, to be written under a temp name with the rest
+        of a batch (`driver.atomicfile.write_staged`); in place once committed."""
         return StagedWrite(self.path_for(claim.claim.uid), encode_record(claim), RECORD_MODE)
 
     def sync(self) -> None:

@@ -1,12 +1,13 @@
 """The two new files of each claim a prepare batch writes, with their fsyncs shared.
 
-A claim's record and its CDI spec are first written under temp names (invisible: CDI
-runtimes and the record loader skip dot-files), then every one of the batch's files is
-fsynced at once (the file system commits concurrent fsyncs together), then the records
-are renamed into place and their directory fsynced by the caller, and only then is each
-CDI spec renamed into place. So a spec is still never in place before its record is
-durable, and the batch waits for three fsyncs (contents, records directory, specs
-directory) where writing the files one after the other waited for two per file.
+A claim's record and its CDI spec are first encoded, then every one of the batch's files
+is written under a temp name (invisible: CDI runtimes and the record loader skip
+dot-files) and fsynced, all at once (the file system commits concurrent fsyncs together,
+and the two directories' creates run side by side), then the records are renamed into
+place and their directory fsynced by the caller, and only then is each CDI spec renamed
+into place. So a spec is still never in place before its record is durable, and the
+batch waits for three fsyncs (contents, records directory, specs directory) where
+writing the files one after the other waited for two per file.
 
 A spec whose temp write or fsync failed does not hold up its record: the failure is
 kept and raised when the spec is to be put in place (step "write CDI spec"), as a failed
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from driver.atomicfile import StagedWrite, sync_staged
+from driver.atomicfile import StagedWrite, write_staged
 from driver.claims.cdi import CDI_SPEC_MODE
 from driver.claims.checkpoint import Checkpoint
 from driver.claims.plan import PreparedClaim
@@ -27,7 +28,8 @@ from driver.claims.plan import PreparedClaim
 
 @dataclass
 class ClaimFiles:
-    """A claim's record and CDI spec, written under temp names, not yet in place."""
+    """A claim's record and CDI spec, encoded, to be written under temp names and then
+    put in place."""
 
     record: StagedWrite
     spec: StagedWrite | None
@@ -35,7 +37,8 @@ class ClaimFiles:
 
     @classmethod
     def stage(cls, checkpoint: Checkpoint, prepared: PreparedClaim, spec_path: Path) -> ClaimFiles:
-        """Write both files' temp copies (the record's failure raises; nothing is left)."""
+        """Encode both files (the record's failure raises; the spec's is kept for
+        `place_spec`). Nothing is written yet: `write_and_place_records` does."""
         record = checkpoint.stage(prepared)
         try:
             return cls(record, StagedWrite(spec_path, prepared.spec_bytes(), CDI_SPEC_MODE))
@@ -59,14 +62,14 @@ class ClaimFiles:
             self.spec.discard()
 
 
-def sync_and_place_records(
+def write_and_place_records(
     checkpoint: Checkpoint, files: Sequence[ClaimFiles]
 ) -> list[Exception | None]:
-    """Fsync every staged file at once, then rename each claim's record into place (the
-    caller fsyncs the records directory next). Per claim: the exception that kept its
-    record out, or None. A spec's failure is kept for `place_spec`."""
+    """Write and fsync every staged file at once, then rename each claim's record into
+    place (the caller fsyncs the records directory next). Per claim: the exception that
+    kept its record out, or None. A spec's failure is kept for `place_spec`."""
     specs = [f.spec for f in files if f.spec is not None]
-    outcome = sync_staged([f.record for f in files] + specs)
+    outcome = write_staged([f.record for f in files] + specs)
     record_errors, spec_errors = outcome[: len(files)], iter(outcome[len(files):])
     for claim in files:
         if claim.spec is not None:

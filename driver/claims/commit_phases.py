@@ -3,7 +3,7 @@
 Each step runs for every claim of the batch before the next, and each directory fsync is
 shared by the batch:
 
-prepare:   contents of records and CDI specs under temp names, fsynced at once
+prepare:   contents of records and CDI specs under temp names, written and fsynced at once
            (`driver.claims.claim_files`) -> records in place -> fsync of their
            directory -> CDI specs in place -> fsync of theirs
 unprepare: CDI specs -> fsync of their directory -> records (or corrupt records set
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from driver import atomicfile
 from driver.atomicfile import remove_durable, safe_child
-from driver.claims.claim_files import ClaimFiles, sync_and_place_records
+from driver.claims.claim_files import ClaimFiles, write_and_place_records
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import Item, Planned, Removal, in_item_context, label
 from driver.claims.prepared_store import PreparedStore
@@ -42,8 +42,8 @@ class CommitPhases:
         self._fault = fault
 
     def write(self, planned: list[Planned], fail: Failure[Planned]) -> list[Planned]:
-        """Both files' contents, one wave of fsyncs, records, one fsync, CDI specs, one
-        fsync; the claims that got all of them. Temp files of what did not go ahead are
+        """Both files' contents written and fsynced in one wave, records, one fsync, CDI
+        specs, one fsync; the claims that got all of them. Temp files of what did not go ahead are
         removed, whatever happened.
 
         The ledger already holds every planned claim; one whose record was not written
@@ -134,8 +134,8 @@ class CommitPhases:
         item.files = ClaimFiles.stage(self._store.checkpoint, item.prepared, item.spec_path)
 
     def _place_records(self, items: list[Planned], fail: Failure[Planned]) -> list[Planned]:
-        """One wave of fsyncs for all staged files, then the records in place."""
-        errors = sync_and_place_records(self._store.checkpoint,
+        """All staged files written and fsynced in one wave, then the records in place."""
+        errors = write_and_place_records(self._store.checkpoint,
                                         [i.files for i in items if i.files is not None])
         for item, error in zip(items, errors, strict=True):
             if error is not None:

@@ -71,15 +71,18 @@ def test_only_stale_temp_files_of_our_own_writes_are_removed(tmp_path):
 
 
 def test_a_staged_write_shows_nothing_until_committed_and_a_discard_leaves_nothing(tmp_path):
-    from driver.atomicfile import StagedWrite, sync_staged
+    from driver.atomicfile import StagedWrite, temp_target, write_staged
 
     target, other = tmp_path / "record.json", tmp_path / "other.json"
     target.write_bytes(b"old")
     staged, dropped = StagedWrite(target, b"new", 0o640), StagedWrite(other, b"never")
-    assert target.read_bytes() == b"old" and not other.exists()
-    assert all(name.startswith(".") for name in os.listdir(tmp_path) if name != "record.json")
+    assert os.listdir(tmp_path) == ["record.json"]  # nothing written before write_staged
 
-    assert sync_staged([staged, dropped]) == [None, None]
+    assert write_staged([staged, dropped]) == [None, None]
+    assert target.read_bytes() == b"old" and not other.exists()
+    temps = sorted(name for name in os.listdir(tmp_path) if name != "record.json")
+    # Only temp files, each named as start-up recovery recognizes it.
+    assert [temp_target(name) for name in temps] == ["other.json", "record.json"]
     staged.commit()
     dropped.discard()
     staged.discard()  # after the commit: nothing to remove, the target stays
@@ -93,25 +96,48 @@ def test_a_failed_fsync_fails_only_its_own_write_which_then_cannot_be_committed(
     tmp_path, monkeypatch
 ):
     from driver import atomicfile
-    from driver.atomicfile import StagedWrite, sync_staged
+    from driver.atomicfile import StagedWrite, write_staged
 
     writes = [StagedWrite(tmp_path / f"f{i}.json", b"data") for i in range(4)]
-    doomed = os.stat(writes[2].temp).st_ino
     real_fsync = os.fsync
 
     def fsync(fd):
-        if os.fstat(fd).st_ino == doomed:
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".f2.json."):
             raise OSError(5, "Input/output error")
         real_fsync(fd)
 
     monkeypatch.setattr(atomicfile.os, "fsync", fsync)
-    errors = sync_staged(writes)
+    errors = write_staged(writes)
 
     assert [e is None for e in errors] == [True, True, False, True]
     assert "Input/output error" in str(errors[2])
+    # The failed write left no temp file behind; the others wait for their commit.
+    assert sorted(name.split(".")[1] for name in os.listdir(tmp_path)) == ["f0", "f1", "f3"]
     with pytest.raises(ValueError, match="not synced"):
         writes[2].commit()
     writes[2].discard()
     for write in (writes[0], writes[1], writes[3]):
         write.commit()
     assert sorted(os.listdir(tmp_path)) == ["f0.json", "f1.json", "f3.json"]
+
+
+def test_staged_writes_create_their_files_side_by_side(tmp_path, monkeypatch):
+    """Creating a file can cost a millisecond of CPU (ext4 without a journal), and the
+    batch's writer holds every other prepare meanwhile: the creates must not queue."""
+    import threading
+
+    from driver import atomicfile
+    from driver.atomicfile import StagedWrite, write_staged
+
+    count = 4
+    all_creating = threading.Barrier(count, timeout=10)  # broken if they run in turn
+    real_open = os.open
+
+    def open_(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT:
+            all_creating.wait()
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(atomicfile.os, "open", open_)
+    writes = [StagedWrite(tmp_path / f"f{i}.json", b"data") for i in range(count)]
+    assert write_staged(writes) == [None] * count
