@@ -6,6 +6,7 @@ past a limit, so every value here is a `fractions.Fraction`.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from typing import TypeVar
@@ -49,6 +50,14 @@ def parse_quantity(value: str | int | Fraction) -> Fraction:
         return Fraction(value)
     if not isinstance(value, str):
         raise QuantityError(f"quantity must be a string or integer, got {type(value).__name__}")
+    return _parse_text(value)
+
+
+# Every claim of a node carries the same few amounts ("1G", "10G"), and a Fraction is
+# slow to build: parsing was a twelfth of a prepare's Python time. Bounded, and errors
+# are not kept, so hostile input only churns it.
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
     text = value.strip()
     if len(text) > MAX_LENGTH:
         raise QuantityError(
