@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -244,15 +244,10 @@ class Plugin:
             publisher.update(view.published)
         self._board.update(view.health)
 
-    def _prepared_devices(self) -> Iterator[DeviceKey]:
+    def _prepared_devices(self) -> frozenset[DeviceKey]:
+        """The devices prepared claims (and unreadable records) hold, from the ledger."""
         preparer = getattr(self, "preparer", None)  # None during the first discovery
-        if preparer is None:
-            return
-        for claim in preparer.prepared().values():
-            for unit in claim.units:
-                yield unit.pool, unit.device
-        for pool, device, _ in preparer.ledger.reserved():  # held for unreadable records
-            yield pool, device
+        return frozenset() if preparer is None else preparer.ledger.devices_in_use()
 
 
 def run_plugin(config: Config) -> int:

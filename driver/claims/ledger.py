@@ -84,6 +84,15 @@ class CapacityLedger:
         """Every (pool, device) with at least one prepared unit, sorted."""
         return sorted(self._by_device)
 
+    def devices_in_use(self) -> frozenset[DeviceKey]:
+        """Every (pool, device) with a prepared unit or held for an unreadable record.
+
+        Cheap for a caller that asks every half second however many claims the node
+        holds (the live-devices tick), and a consistent snapshot even while a prepare
+        changes the ledger: the set is built from the dict's keys in one step of the
+        interpreter, which no other thread can interleave with."""
+        return frozenset(self._by_device)
+
     def used(self, pool: str, device: str) -> dict[str, Fraction]:
         """Capacity name -> amount consumed on a device by all counting shares."""
         use = self._by_device.get((pool, device))

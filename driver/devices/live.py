@@ -120,7 +120,7 @@ class LiveDevices:
         self._discovered = compact(backend.discover())  # errors here stop the plugin
         self._scanned_at = self._discovered_at = time.monotonic()
         self._file_identity = self._identity()
-        self.view = self._compute()
+        self._set_view(self._compute())
         self._missing = self._vanished()
         self._pending = False  # a change noticed but not yet handed to `on_change`
 
@@ -154,7 +154,7 @@ class LiveDevices:
         changed = view != self.view
         if changed:
             self._on_change(view)
-            self.view = view
+            self._set_view(view)
         self._pending = False
         return changed
 
@@ -188,9 +188,16 @@ class LiveDevices:
         self._discovered = compact(discovered)
         return True
 
+    def _set_view(self, view: NodeView) -> None:
+        self.view = view
+        self._present = {pool.name: pool.device_names() for pool in view.published.pools}
+
     def _vanished(self) -> frozenset[DeviceKey]:
-        present = self.view.published
-        return frozenset(k for k in self._prepared() if present.device(*k) is None)
+        # Every tick: one lookup per prepared device (the ledger keeps them as a set),
+        # where walking every prepared claim's units cost a millisecond per 1,000 claims.
+        present, nothing = self._present, frozenset[str]()
+        return frozenset((pool, device) for pool, device in self._prepared()
+                         if device not in present.get(pool, nothing))
 
     def _compute(self) -> NodeView:
         faults = self._faults.current() if self._faults is not None else FaultState()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -72,6 +72,10 @@ class Pool:
     def device(self, name: str) -> Device | None:
         """The device called `name`, or None."""
         return self._by_name.get(name)
+
+    def device_names(self) -> KeysView[str]:
+        """The names of its devices (a view of the index `device` uses, not a copy)."""
+        return self._by_name.keys()
 
 
 @dataclass(frozen=True)

@@ -116,3 +116,15 @@ def test_a_device_consumes_its_counters_once_however_many_shares_it_has():
     )
     ledger.remove(A)
     assert ledger.check(_counted(C, result("g", "gpu-0", pool="node-a"))) == []
+
+
+def test_devices_in_use_follow_prepares_unprepares_and_unreadable_records():
+    ledger = CapacityLedger()
+    ledger.add(_prepared(A, _share(SHARE_1, "1G")))
+    ledger.add(_prepared(B, _share(SHARE_2, "1G"), result("gpus", "gpu-0")))
+    ledger.reserve(C, [("node-a", "gpu-1", {})])  # an unreadable record holds it
+    assert ledger.devices_in_use() == {(NIC_POOL, "nic-0"), ("node-a", "gpu-0"),
+                                       ("node-a", "gpu-1")}
+    ledger.remove(B)  # nic-0 stays: A's share is still on it
+    ledger.remove(C)
+    assert ledger.devices_in_use() == {(NIC_POOL, "nic-0")}

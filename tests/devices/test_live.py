@@ -91,3 +91,28 @@ def test_a_change_found_by_a_round_that_failed_later_is_not_lost(inventory_file:
         live.poll()
     assert live.poll()
     assert [names(v) for v in seen] == [["a-0", "a-1"]]
+
+
+def test_a_prepared_device_that_vanishes_is_reported_unhealthy_until_unprepared(
+    inventory_file: Path,
+) -> None:
+    from driver.core.health import HealthStatus
+    from driver.devices.live import VANISHED_MESSAGE
+
+    write(inventory_file, ["a-0", "a-1"])
+    prepared = {("edge", "a-0"), ("edge", "a-1")}
+    seen: list[NodeView] = []
+    live = live_devices(inventory_file, seen.append, prepared=lambda: frozenset(prepared))
+    assert not live.poll()  # every prepared device is there
+
+    def vanished(view: NodeView) -> list[str]:
+        return [h.device_name for h in view.health
+                if h.health == HealthStatus.UNHEALTHY and h.message == VANISHED_MESSAGE]
+
+    write(inventory_file, ["a-1"])
+    assert live.poll() and vanished(seen[-1]) == ["a-0"]
+    assert not live.poll()  # reported once
+    prepared.discard(("edge", "a-0"))  # unprepared: nothing left to report
+    assert live.poll() and vanished(seen[-1]) == []
+    prepared.add(("edge", "a-9"))  # prepared on a device the node never had
+    assert live.poll() and vanished(seen[-1]) == ["a-9"]
