@@ -43,8 +43,8 @@ class CommitPhases:
 
     def write(self, planned: list[Planned], fail: Failure[Planned]) -> list[Planned]:
         """Both files' contents written and fsynced in one wave, records, one fsync, CDI
-        specs, one fsync; the claims that got all of them. Temp files of what did not go ahead are
-        removed, whatever happened.
+        specs, one fsync; the claims that got all of them. Temp files of what did not go
+        ahead are removed, whatever happened.
 
         The ledger already holds every planned claim; one whose record was not written
         is taken out of it, one whose record was is in `records` from then on."""

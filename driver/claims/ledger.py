@@ -82,7 +82,7 @@ class CapacityLedger:
 
     def devices(self) -> list[DeviceKey]:
         """Every (pool, device) with at least one prepared unit, sorted."""
-        return sorted(self._by_device)
+        return sorted(self.devices_in_use())
 
     def devices_in_use(self) -> frozenset[DeviceKey]:
         """Every (pool, device) with a prepared unit or held for an unreadable record.

@@ -15,11 +15,11 @@ updated right after the record is written or removed.
 Group commit: calls that queue for the serialized section while one runs are taken in
 together as one batch (`driver.claims.batching`), and each step runs for every claim of
 the batch before the next: for prepare, the contents of all records and CDI specs under
-temp names, written and fsynced at once, then all records in place, one fsync of their directory,
-then all CDI specs, one fsync of theirs; for unprepare, specs then records likewise. Every
-claim keeps the order above, so the crash promise holds claim by claim, and the fsyncs
-are shared. Claims are planned one after the other, each against a ledger that already
-holds the claims planned before it.
+temp names, written and fsynced at once, then all records in place, one fsync of their
+directory, then all CDI specs, one fsync of theirs; for unprepare, specs then records
+likewise. Every claim keeps the order above, so the crash promise holds claim by claim,
+and the fsyncs are shared. Claims are planned one after the other, each against a ledger
+that already holds the claims planned before it.
 
 Two instances may share the directories during a rolling update (api-facts 6.1), serialized
 by a file lock. Memory is the source of truth while the process lives: records are
