@@ -136,7 +136,7 @@ class CommitPhases:
     def _place_records(self, items: list[Planned], fail: Failure[Planned]) -> list[Planned]:
         """All staged files written and fsynced in one wave, then the records in place."""
         errors = write_and_place_records(self._store.checkpoint,
-                                        [i.files for i in items if i.files is not None])
+                                         [i.files for i in items if i.files is not None])
         for item, error in zip(items, errors, strict=True):
             if error is not None:
                 in_item_context(item, fail, error)
