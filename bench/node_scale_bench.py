@@ -177,9 +177,7 @@ def concurrent_round(cluster: LocalCluster, refs: list[ClaimRef], step: str,
     rates per quarter of the calls in order of completion, and the CPU per call."""
     one = _caller(cluster, step)
     sample = floor.prepare if step == "prepare" else floor.unprepare
-    before = meter.read()
-    floor_samples = [sample() for _ in range(AROUND)]
-    floor_cpu = _used(before, meter.read())
+    floor_samples, floor_cpu = _floor_run(sample, meter)
     done: list[float] = []
     latencies: list[float] = []
     lock = threading.Lock()
@@ -195,18 +193,25 @@ def concurrent_round(cluster: LocalCluster, refs: list[ClaimRef], step: str,
     with ThreadPoolExecutor(in_flight) as pool:
         list(pool.map(timed, refs))
     plugin_cpu, bench_cpu, _ = _used(before, meter.read())
-    before = meter.read()
-    floor_samples += [sample() for _ in range(AROUND)]
-    floor_cpu = tuple(a + b for a, b in zip(floor_cpu, _used(before, meter.read()),
-                                           strict=True))
+    after, after_cpu = _floor_run(sample, meter)
+    floor_samples += after
     cpu = Cpu(plugin_cpu / len(refs), bench_cpu / len(refs),
-              (floor_cpu[1] + floor_cpu[2]) / (2 * AROUND))
+              (floor_cpu + after_cpu) / len(floor_samples))
     done.sort()
     q = len(done) // 4
     marks = [begin] + [done[i * q - 1] for i in range(1, 4)] + [done[-1]]
     counts = [q, q, q, len(done) - 3 * q]
     rates = _quarters([(n, b - a) for n, a, b in zip(counts, marks, marks[1:], strict=False)])
     return Round(latencies, rates, len(done) / (done[-1] - begin), floor_samples, cpu)
+
+
+def _floor_run(sample: Callable[[], float], meter: CpuMeter) -> tuple[list[float], float]:
+    """AROUND floor samples, and the CPU seconds they took (the floor's server and the
+    bench process, which makes the floor's calls and writes)."""
+    before = meter.read()
+    samples = [sample() for _ in range(AROUND)]
+    _, bench, server = _used(before, meter.read())
+    return samples, bench + server
 
 
 def _used(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, ...]:
