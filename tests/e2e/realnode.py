@@ -1,4 +1,4 @@
-"""Fixtures and helpers for the real-node scenarios (tests/e2e/test_node_*.py).
+"""Fixtures and helpers for the real-node scenarios (tests/e2e/node_scenarios/).
 
 `real_node`: containerd + the real kubelet joined to the run's control plane as
 REAL_NODE (tests/e2e/node.py). `plugin`: our DaemonSet applied with
@@ -39,6 +39,7 @@ DRIVER = "dra.example.com"
 NODE_LABEL = "simdra.e2e/real-node"
 CDI_ROOT = Path("/var/run/cdi")
 PLUGINS_DIR = Path("/var/lib/kubelet/plugins")  # deploy/base hostPath
+DATA_DIR = f"{PLUGINS_DIR}/{DRIVER}"  # the plugin's state, as seen inside its pod
 JSON = dict[str, Any]
 
 
@@ -136,10 +137,10 @@ def node_images(node_bin: Path) -> Path:
     return _script("images.sh", str(node_bin / "pause"))
 
 
-# Module scope: the node and its DaemonSet exist only while the node scenarios run, so
-# the run's other scenarios (emulated nodes, "stays Pending" checks) never see its
-# devices.
-@pytest.fixture(scope="module")
+# Package scope (registered by node_scenarios/conftest.py): the node and its DaemonSet
+# exist only while the node scenarios run, so the run's other scenarios (emulated nodes,
+# "stays Pending" checks) never see its devices, and every scenario file shares them.
+@pytest.fixture(scope="package")
 def real_node(
     control_plane: ControlPlane, e2e_bin: Path, node_bin: Path, node_images: Path
 ) -> Iterator[Node]:
@@ -331,7 +332,7 @@ class PluginDeployment:
              120, self.node.kubelet_log)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def plugin(real_node: Node, control_plane: ControlPlane) -> Iterator[PluginDeployment]:
     """deploy/overlays/fake on the real node (8 GPUs, 8 NICs)."""
     with tempfile.TemporaryDirectory(prefix="simdra-e2e-overlay-") as tmp:
@@ -609,3 +610,13 @@ def unit_env(env: dict[str, str]) -> dict[str, dict[str, str]]:
             uid, _, rest = key[len("SIMDRA_DEVICE_") :].partition("_")
             units.setdefault(uid, {})[rest] = value
     return units
+
+
+def allocated(claim: JSON) -> list[JSON]:
+    """The claim's allocation results (status.allocation.devices.results)."""
+    return list(claim["status"]["allocation"]["devices"]["results"])
+
+
+def spec_file(claim: JSON) -> str:
+    """The name of the CDI spec file the plugin writes for the claim."""
+    return f"k8s.dra.example.com-device_{claim['metadata']['uid']}.json"

@@ -1,0 +1,115 @@
+"""The plugin's own life on the real node: its pod deleted, a rolling update while pods
+start, and an install with helm instead of kustomize."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from .. import realnode
+from ..realnode import (
+    Kube,
+    PluginDeployment,
+    allocated,
+    cdi_files,
+    spec_file,
+    unit_env,
+    wait,
+)
+
+
+def test_node_plugin_pod_deleted_restarts(kube: Kube, plugin: PluginDeployment) -> None:
+    """d. `kubectl delete pod` of the plugin: the DaemonSet starts a new one, the running
+    pod keeps its device, and a new pod still starts."""
+    kube.template("gpu-d", "gpu.dra.example.com")
+    kube.pod("before", "gpu-d")
+    before = kube.wait_running("before")
+    claim = kube.claim_of(before)
+    old = {p["metadata"]["uid"] for p in plugin.pods()}
+    [old_name] = [p["metadata"]["name"] for p in plugin.pods()]
+    plugin.cp.kubectl("delete", "pod", "-n", realnode.PLUGIN_NAMESPACE, old_name, "--wait=false")
+    plugin.wait_rolled(old)
+
+    still = kube.get_pod("before") or {}
+    assert still.get("status", {}).get("phase") == "Running"
+    assert spec_file(claim) in cdi_files()
+    kube.pod("after", "gpu-d")
+    after = kube.wait_running("after")
+    [unit] = unit_env(kube.env("after")).values()
+    assert unit["CLAIM_UID"] == kube.claim_of(after)["metadata"]["uid"]
+    assert unit["NAME"] != unit_env(kube.env("before")).popitem()[1]["NAME"]
+
+
+def test_node_rolling_update_while_pods_start(kube: Kube, plugin: PluginDeployment) -> None:
+    """e. A new image tag rolls the DaemonSet (maxSurge 1) while pods keep starting: no
+    prepare fails, and the kubelet registered both instances in turn (pod-UID sockets)."""
+    kube.node.ctr(
+        ["images", "tag", "--force", realnode.SIMDRA_IMAGE, realnode.SIMDRA_IMAGE + "-next"]
+    )
+    kube.template("gpu-e", "gpu.dra.example.com")
+    old = {p["metadata"]["uid"] for p in plugin.pods()}
+    plugin.set_tag("e2e-next")
+    names = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(names) < 6:
+        names.append(f"roll-{len(names)}")
+        kube.pod(names[-1], "gpu-e")
+        time.sleep(2)
+    plugin.wait_rolled(old)
+    for n in names:
+        kube.wait_running(n)
+    assert [f for f in kube.failed_prepares() if f.split(":")[0] in names] == []
+    [new] = plugin.pods()
+    log = kube.node.kubelet_log.read_text(errors="replace")
+    registered = set(re.findall(r"dra\.example\.com-([0-9a-f-]{36})-reg\.sock", log))
+    assert {new["metadata"]["uid"], *old} <= registered
+
+
+def _helm(*args: str) -> str:
+    """Real helm (hack/build-helm.sh builds and caches it) against the run's cluster."""
+    import os
+    import subprocess
+
+    helm = os.environ.get("SIMDRA_HELM") or subprocess.run(
+        ["bash", str(realnode.REPO / "hack/build-helm.sh")], capture_output=True, text=True,
+        check=True).stdout.strip().splitlines()[-1]
+    result = subprocess.run([helm, *args], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"helm {args[0]}: {result.stderr.strip()[-500:]}"
+    return result.stdout
+
+
+def test_node_helm_install_serves_the_node(kube: Kube, plugin: PluginDeployment) -> None:
+    """Installed with `helm install` (our chart) instead of kustomize: the DaemonSet pod
+    registers and publishes, and a GPU pod runs with its device; uninstalled after."""
+    plugin.delete()  # the kustomize objects (DeviceClasses stay: the run shares them)
+    core = realnode.client.CoreV1Api(plugin.cp.api_client())
+    wait("namespace simdra gone before helm install",
+         lambda: realnode.PLUGIN_NAMESPACE not in {n.metadata.name for n in
+                                                   core.list_namespace().items},
+         120, kube.node.kubelet_log)
+    name, _, tag = realnode.SIMDRA_IMAGE.rpartition(":")
+    kubeconfig = str(plugin.cp.kubeconfig)
+    try:
+        _helm("install", "simdra", str(realnode.REPO / "deploy/helm/simdra"),
+              "--kubeconfig", kubeconfig,
+              "-f", str(realnode.REPO / "deploy/helm/values/local-image.yaml"),
+              "--set", f"image.repository={name}", "--set", f"image.tag={tag}",
+              "--set", "deviceClasses.enabled=false",
+              "--set-json", f'nodeSelector={{"{realnode.NODE_LABEL}": "true"}}',
+              "--wait", "--timeout", "3m")
+        plugin.wait_ready()
+        kube.template("helm-gpu", "gpu.dra.example.com")
+        kube.pod("helm-gpu-pod", "helm-gpu")
+        pod = kube.wait_running("helm-gpu-pod")
+        [result] = allocated(kube.claim_of(pod))
+        [unit] = unit_env(kube.env("helm-gpu-pod")).values()
+        assert unit["NAME"] == result["device"]
+    finally:
+        _helm("uninstall", "simdra", "--kubeconfig", kubeconfig, "--wait", "--timeout", "2m")
+        wait("helm release's plugin pods gone", lambda: not plugin.pods(), 120,
+             kube.node.kubelet_log, plugin.describe)
+        wait("namespace simdra gone after helm uninstall",
+             lambda: realnode.PLUGIN_NAMESPACE not in {n.metadata.name for n in
+                                                       core.list_namespace().items},
+             120, kube.node.kubelet_log)
+        plugin.apply()  # back to the kustomize deployment the module's teardown removes
