@@ -66,6 +66,13 @@ def gates_of(cp: ControlPlane) -> dict[str, bool]:
     return {k: v == "true" for k, v in pairs}
 
 
+def require_feature(cp: ControlPlane, gate: str) -> None:
+    """Skip the scenario, naming the release, when this Kubernetes lacks `gate` (or has it
+    off); a release that has it, GA included, always runs the scenario."""
+    if not gates_of(cp).get(gate):
+        pytest.skip(f"Kubernetes {cp.version()} has no {gate} (or it is off)")
+
+
 def node_kubeconfig(cp: ControlPlane, node: str, directory: Path) -> Path:
     """A kubeconfig with a client certificate for `system:node:<node>` (group
     system:nodes) signed by the control plane's CA: the kubelet's own identity, so the
