@@ -31,10 +31,18 @@ DRA_GATES = (
     "DRAConsumableCapacity",
     "DRAPartitionableDevices",
     "DRADeviceTaints",
+    "DRADeviceTaintRules",
     "DRAAdminAccess",
     "DRAResourceClaimDeviceStatus",
     "DRAPrioritizedList",
+    "DRADeviceBindingConditions",
+    "DRAExtendedResource",
     "ResourceHealthStatus",
+)
+# Every served version of resource.k8s.io: v1alpha3 carries DeviceTaintRule while the
+# rule is alpha; the betas are what older clients and kubectl explain read.
+RUNTIME_CONFIG = ",".join(
+    f"resource.k8s.io/{v}=true" for v in ("v1alpha3", "v1beta1", "v1beta2")
 )
 ADMIN_TOKEN = "simdra-e2e-admin-token"  # loopback only; the cluster lives for one run
 NODE_TOKEN_PREFIX = "simdra-e2e-node-token-"
@@ -176,6 +184,7 @@ class ControlPlane:
         self.port = 0
         self.kubeconfig = self.workdir / "admin.kubeconfig"
         self._api_client: client.ApiClient | None = None
+        self._features: dict[str, bool] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -189,6 +198,14 @@ class ControlPlane:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def kubectl_path(self) -> Path:
+        """kubectl of this very release (tests/e2e/build.sh builds it with the rest)."""
+        path = self.bin / "kubectl"
+        if not path.exists():
+            raise ComponentError(f"no kubectl in {self.bin}: rerun tests/e2e/build.sh")
+        return path
 
     @property
     def server(self) -> str:
@@ -232,10 +249,23 @@ class ControlPlane:
         return out.split()[-1]
 
     def known_gates(self) -> set[str]:
-        """Feature gates the API server of this release knows (from its --help)."""
+        """The gates of DRA_GATES this release lets us set: its --help lists the alpha and
+        beta ones; a GA gate is locked on and absent there (see features())."""
         help_text = subprocess.run([self.bin / "kube-apiserver", "--help"],
                                    capture_output=True, text=True).stdout
         return {g for g in DRA_GATES + tuple(self.extra_gates) if f"{g}=true|false" in help_text}
+
+    def features(self) -> dict[str, bool]:
+        """Every feature gate of the running API server, GA included, and whether it is on:
+        the release's own list, from its `kubernetes_feature_enabled` metric."""
+        if self._features is None:
+            request = urllib.request.Request(
+                f"{self.server}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+            context = ssl.create_default_context(cafile=str(self.certs.ca_cert))
+            with urllib.request.urlopen(request, timeout=10, context=context) as response:
+                text = response.read().decode()
+            self._features = parse_feature_metric(text)
+        return dict(self._features)
 
     def feature_gates(self) -> str:
         """The --feature-gates value every component gets."""
@@ -308,7 +338,7 @@ class ControlPlane:
             "--authorization-mode", "Node,RBAC",
             "--enable-admission-plugins", "NodeRestriction",
             "--feature-gates", gates,
-            "--runtime-config", "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true",
+            "--runtime-config", RUNTIME_CONFIG,
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
@@ -387,12 +417,24 @@ class ControlPlane:
                 input: str | None = None) -> subprocess.CompletedProcess[str]:
         """Run kubectl against this cluster."""
         result = subprocess.run(
-            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+            [str(self.kubectl_path), "--kubeconfig", str(self.kubeconfig), *args],
             capture_output=True, text=True, input=input, timeout=120,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
         return result
+
+
+def parse_feature_metric(text: str) -> dict[str, bool]:
+    """Gate name -> enabled, from Prometheus lines such as
+    `kubernetes_feature_enabled{name="DRAAdminAccess",stage=""} 1`."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("kubernetes_feature_enabled{"):
+            labels, _, value = line.rpartition("} ")
+            name = labels.split('name="', 1)[1].split('"', 1)[0]
+            found[name] = value.strip() == "1"
+    return found
 
 
 def _http_ok(url: str) -> bool:

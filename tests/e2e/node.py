@@ -532,7 +532,7 @@ state = "{cd / "state"}"
     ) -> subprocess.CompletedProcess:
         """kubectl against the control plane this node joined."""
         res = subprocess.run(
-            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args],
+            [str(self.bin.kubelet.parent / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
             capture_output=True,
             text=True,
             timeout=timeout,

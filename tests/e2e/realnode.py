@@ -69,8 +69,10 @@ def gates_of(cp: ControlPlane) -> dict[str, bool]:
 def require_feature(cp: ControlPlane, gate: str) -> None:
     """Skip the scenario, naming the release, when this Kubernetes lacks `gate` (or has it
     off); a release that has it, GA included, always runs the scenario."""
-    if not gates_of(cp).get(gate):
-        pytest.skip(f"Kubernetes {cp.version()} has no {gate} (or it is off)")
+    state = cp.features().get(gate)
+    if not state:
+        why = "has it off" if state is False else "has no such feature gate"
+        pytest.skip(f"Kubernetes {cp.version()} {why}: {gate}")
 
 
 def node_kubeconfig(cp: ControlPlane, node: str, directory: Path) -> Path:

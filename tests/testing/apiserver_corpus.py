@@ -19,7 +19,11 @@ from pathlib import Path
 from typing import Any
 
 JSON = dict[str, Any]
-VERDICTS_FILE = Path(__file__).with_name("apiserver_corpus_verdicts.json")
+# One file of recorded verdicts per Kubernetes minor release (`1.37.json`): releases
+# validate differently, so each is held to its own answers.
+VERDICTS_DIR = Path(__file__).with_name("apiserver_verdicts")
+# The release whose answers the stand-in gives: the e2e's default (tests/e2e/go.mod pins it).
+MODELLED_RELEASE = "1.36"
 CLASS_NAME = "gpu.dra.example.com"
 PATHS = {
     "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
@@ -74,9 +78,19 @@ def expected_stand_in(case: Case, real: Verdict) -> str | None:
     return None if case.stand_in is None else f"stand-in should answer {case.stand_in} ({real})"
 
 
-def load_verdicts() -> tuple[str, dict[str, Verdict]]:
-    """(server version, case name -> the real server's recorded verdict)."""
-    data = json.loads(VERDICTS_FILE.read_text())
+def minor_of(version: str) -> str:
+    """'1.37' for 'v1.37.2' or '1.37.2'."""
+    return ".".join(version.lstrip("v").split(".")[:2])
+
+
+def verdicts_file(release: str = MODELLED_RELEASE) -> Path:
+    """Where the verdicts of `release` (a version or a minor) are recorded."""
+    return VERDICTS_DIR / f"{minor_of(release)}.json"
+
+
+def load_verdicts(release: str = MODELLED_RELEASE) -> tuple[str, dict[str, Verdict]]:
+    """(server version, case name -> the real server's recorded verdict) for `release`."""
+    data = json.loads(verdicts_file(release).read_text())
     verdicts = {
         name: Verdict(int(v["code"]), tuple(v.get("fields", ())))
         for name, v in data["cases"].items()
@@ -92,7 +106,8 @@ def save_verdicts(server: str, verdicts: dict[str, Verdict]) -> None:
         entry = {"code": v.code, **({"fields": list(v.fields)} if v.fields else {})}
         lines.append(f"  {json.dumps(name)}: {json.dumps(entry)}")
     body = ",\n".join(lines)
-    VERDICTS_FILE.write_text(f'{{"server": {json.dumps(server)}, "cases": {{\n{body}\n}}}}\n')
+    text = f'{{"server": {json.dumps(server)}, "cases": {{\n{body}\n}}}}\n'
+    verdicts_file(server).write_text(text)
 
 
 def verdict_of(code: int, status: JSON) -> Verdict:

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import pytest
-
+from .. import realnode
 from ..realnode import (
     DATA_DIR,
     Kube,
     PluginDeployment,
-    gates_of,
     wait,
 )
 
@@ -46,8 +44,7 @@ def test_node_claim_status_overlay_fills_devices(kube: Kube, plugin: PluginDeplo
 def test_node_fault_shows_in_pod_status(kube: Kube, plugin: PluginDeployment) -> None:
     """f. `simdra fault DEVICE unhealthy` in the plugin pod: the pod using the device
     shows it Unhealthy in status.containerStatuses[].allocatedResourcesStatus."""
-    if not gates_of(kube.cp).get("ResourceHealthStatus"):
-        pytest.skip("this Kubernetes release has no ResourceHealthStatus gate")
+    realnode.require_feature(kube.cp, "ResourceHealthStatus")
     kube.template("gpu-f", "gpu.dra.example.com")
     kube.pod("health-pod", "gpu-f")
     pod = kube.wait_running("health-pod")
