@@ -120,7 +120,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
             text = str(report.longrepr).strip().splitlines()
             errors = [line for line in text if line.startswith("E ")]
             first = (errors[0][2:].strip() if errors else text[-1] if text else "")[:200]
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            first = str(report.longrepr[2]).removeprefix("Skipped: ")[:200]
         _results.append((item.name, report.outcome, report.duration, first))
+
+
+def _release() -> str:
+    """The Kubernetes release this run built (its bin directory's VERSION stamp)."""
+    stamp = Path(os.environ.get("SIMDRA_E2E_BIN", "/nonexistent")) / "VERSION"
+    return stamp.read_text().strip() if stamp.exists() else "unknown"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -128,10 +136,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     write = terminalreporter.write_line
     write("")
+    write(f"Kubernetes {_release()}")
     write(f"{'scenario':<52} {'result':<8} {'seconds':>8}")
-    for name, outcome, duration, _ in _results:
-        write(f"{name:<52} {outcome:<8} {duration:>8.1f}")
+    for name, outcome, duration, why in _results:
+        note = f"  ({why})" if outcome == "skipped" else ""
+        write(f"{name:<52} {outcome:<8} {duration:>8.1f}{note}")
     for name, outcome, _, first in _results:
         if outcome == "failed":
             write(f"E2E FAILED: {name}: {first} (logs: {logs_dir()})")
+    # For hack/e2e-matrix.sh: one line per scenario, tab-separated.
+    lines = [f"{_release()}\t{n}\t{o}\t{d:.1f}\t{w}" for n, o, d, w in _results]
+    (logs_dir() / "results.tsv").write_text("".join(f"{line}\n" for line in lines))
 
