@@ -18,7 +18,7 @@ from typing import Any
 from driver.testing.apiserver import errors, lifecycle, patch, routes
 from driver.testing.apiserver.defaults import apply_defaults
 from driver.testing.apiserver.errors import APIError
-from driver.testing.apiserver.faults import Faults, Request, RequestLog
+from driver.testing.apiserver.faults import Faults, Request, RequestLog, Stalls
 from driver.testing.apiserver.gates import DEFAULT_GATES, drop_disabled_fields
 from driver.testing.apiserver.resources import NODES, ResourceType
 from driver.testing.apiserver.routes import Route
@@ -70,6 +70,7 @@ class API:
         self.config = config
         self.faults = faults
         self.log = log
+        self.stalls = Stalls()
 
     # --- entry point ---------------------------------------------------------------
 
@@ -87,7 +88,8 @@ class API:
             failure = self.faults.take(verb, route.log_resource)
             if failure is not None:
                 raise failure
-            result = self._dispatch(verb, route, request)
+            with self.stalls.hold(verb, route.log_resource):
+                result = self._dispatch(verb, route, request)
         except APIError as error:
             result = Reply(error.code, error.status(), error.headers)
         code = result.code if isinstance(result, Reply) else 200
