@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from kubernetes import client
 
 # Well inside the kubelet's 45 s NodePrepareResources deadline, so a hung API server
-# turns into a per-claim error instead of a cancelled call.
+# turns into a per-claim error instead of a cancelled call. The claims of one call are
+# read in parallel, all within prepare_planner.FETCH_DEADLINE_S (25 s).
 DEFAULT_TIMEOUT_S = 20.0
 
 

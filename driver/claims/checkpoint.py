@@ -3,21 +3,20 @@
 One file per claim means prepare and unprepare of different claims never rewrite each
 other's state, and a corrupt file costs one claim, not the node. Each record is
 self-describing (format version, claim identity, what was prepared, the CDI file and its
-full content, the answer) and carries a sha256 checksum of its payload, so a torn or
-tampered record is detected instead of trusted. Corrupt records are reported and kept;
-only an unprepare of that claim moves one aside (`<uid>.json.corrupt`).
+full content, the answer) and carries a sha256 checksum, so a torn or tampered record is
+detected instead of trusted (`driver.claims.record_format`: the envelope, its versions,
+reading older and newer ones). Corrupt records, and records of a format only a newer
+driver reads, are reported and kept; only an unprepare of that claim moves one aside
+(`<uid>.json.corrupt`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from driver import atomicfile
 from driver.atomicfile import (
@@ -32,18 +31,11 @@ from driver.atomicfile import (
 )
 from driver.claims.cdi import CdiError, cdi_kind, spec_file_name
 from driver.claims.plan import PreparedClaim
-from driver.claims.record import RecordError, from_payload, to_payload
-from driver.core.textlimits import JsonLimitError, clip, load_json, one_line, value_depth
+from driver.claims.record_format import MAX_RECORD_BYTES, decode_record, encode_record
+from driver.core.textlimits import clip, one_line
 
-FORMAT_VERSION = 1
-RECORD_KIND = "simdra.ClaimRecord"
 RECORD_SUFFIX = ".json"
 CORRUPT_SUFFIX = ".corrupt"
-# Far above any record prepare writes (a claim of 32 devices with their attributes, CDI
-# edits and config is tens of KiB, nested about 10 levels), and enforced when writing
-# too, so a record this driver wrote is never refused when read back.
-MAX_RECORD_BYTES = 4 * 2**20
-MAX_RECORD_DEPTH = 32
 REASON_LIMIT = 512  # characters of a reason shown in logs and `simdra usage`
 RECORDS_MODE = 0o700  # the claims/ directory: only the plugin reads its records
 RECORD_MODE = 0o600
@@ -217,69 +209,8 @@ def _reason(exc: Exception) -> str:
     return one_line(text, REASON_LIMIT)
 
 
-def encode_record(claim: PreparedClaim) -> bytes:
-    """The bytes of a claim's record file."""
-    payload = to_payload(claim)
-    canonical = _canonical(payload)
-    checksum = _digest(canonical)
-    # The record is `{"checksum", "kind", "payload", "version"}` in canonical JSON (keys
-    # sorted, compact: the C encoder; `simdra usage` is how people read records). The
-    # payload's canonical text, which the checksum needs anyway, is spliced in rather
-    # than encoded a second time.
-    data = (f'{{"checksum":{json.dumps(checksum)},"kind":{json.dumps(RECORD_KIND)},'
-            f'"payload":{canonical},"version":{FORMAT_VERSION}}}\n').encode()
-    # Refused here, so that no record is written that reading would refuse.
-    depth = 1 + value_depth(payload, MAX_RECORD_DEPTH)
-    if len(data) > MAX_RECORD_BYTES or depth > MAX_RECORD_DEPTH:
-        raise ValueError(
-            f"the checkpoint record of claim {claim.claim.uid} would be {len(data)} bytes "
-            f"nested {depth} levels; the limits are {MAX_RECORD_BYTES} bytes and "
-            f"{MAX_RECORD_DEPTH} levels"
-        )
-    return data
-
-
-def decode_record(data: bytes, uid: str) -> PreparedClaim:
-    """Read a record file's bytes; ValueError says why they cannot be trusted."""
-    try:
-        record = load_json(data, max_bytes=MAX_RECORD_BYTES, max_depth=MAX_RECORD_DEPTH)
-    except JsonLimitError as exc:
-        raise ValueError(f"refused: {exc}") from None
-    if not isinstance(record, dict):
-        raise ValueError("not a JSON object")
-    if record.get("version") != FORMAT_VERSION or record.get("kind") != RECORD_KIND:
-        raise ValueError(
-            f"format {clip(repr(record.get('kind')))} version {clip(repr(record.get('version')))}; "
-            f"this driver reads {RECORD_KIND!r} version {FORMAT_VERSION}"
-        )
-    payload = record.get("payload")
-    if record.get("checksum") != _checksum(payload):
-        raise ValueError("checksum mismatch: the record was truncated or changed")
-    try:
-        claim = from_payload(payload)
-    except RecordError as exc:
-        raise ValueError(str(exc)) from None
-    if claim.claim.uid != uid:
-        raise ValueError(
-            f"holds claim uid {clip(repr(claim.claim.uid))} but is named for uid {uid!r}"
-        )
-    return claim
-
-
 def _read(path: Path, uid: str) -> PreparedClaim:
     check_safe_name(uid)
     with open(path, "rb") as file:
         data = file.read(MAX_RECORD_BYTES + 1)  # never more than the limit into memory
     return decode_record(data, uid)
-
-
-def _checksum(payload: Any) -> str:
-    return _digest(_canonical(payload))
-
-
-def _canonical(payload: Any) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def _digest(canonical: str) -> str:
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

@@ -5,6 +5,7 @@ check it against the capacity ledger and give its devices to the device hook."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from driver.claims.prepare_items import Progress
 from driver.claims.rules import ClaimRules
 from driver.claims.source import ClaimSource
 from driver.claims.types import ClaimRef
+from driver.core.textlimits import clip
 from driver.devices.model import Inventory
 
 InventoryProvider = Callable[[], Inventory]
@@ -23,6 +25,13 @@ InventoryProvider = Callable[[], Inventory]
 DeviceHook = Callable[[str, str], None]
 # A claim as read from the API server, or the exception reading it raised.
 Fetched = dict[str, Any] | Exception
+# The claims of one call are read at once, so that a pod's N claims cost one read's time,
+# not N (each read may take the API source's 20 s timeout): at most this many at once...
+MAX_PARALLEL_FETCHES = 16
+# ...and whatever is not read by then is its claim's error, so that even a call of more
+# claims than that answers well inside the kubelet's 45 s deadline (facts: the kubelet
+# cancels NodePrepareResources after 45 s), leaving the rest of it to the writes.
+FETCH_DEADLINE_S = 25.0
 
 
 @dataclass(frozen=True)
@@ -35,16 +44,33 @@ class PreparePlanner:
     rules: ClaimRules
     device_hook: DeviceHook | None
 
-    def fetch(self, claims: list[ClaimRef]) -> dict[str, Fetched]:
+    def fetch(
+        self, claims: list[ClaimRef], deadline_s: float = FETCH_DEADLINE_S
+    ) -> dict[str, Fetched]:
         """Each claim's JSON, or the exception reading it raised (reported later, as that
-        claim's error)."""
-        fetched: dict[str, Fetched] = {}
-        for ref in claims:
-            try:
-                fetched[ref.uid] = self.source.get(ref.namespace, ref.name)
-            except Exception as exc:  # becomes this claim's error, at step "fetch claim"
-                fetched[ref.uid] = exc
-        return fetched
+        claim's error). Read in parallel (MAX_PARALLEL_FETCHES at once); a claim not read
+        within `deadline_s` gets a ClaimError saying so."""
+        if len(claims) <= 1:
+            return {ref.uid: self._fetch_one(ref) for ref in claims}
+        pool = ThreadPoolExecutor(
+            min(len(claims), MAX_PARALLEL_FETCHES), thread_name_prefix="fetch-claim"
+        )
+        try:
+            futures = {ref.uid: (ref, pool.submit(self._fetch_one, ref)) for ref in claims}
+            done, _ = wait([f for _, f in futures.values()], timeout=deadline_s)
+            return {
+                uid: future.result() if future in done else _late(ref, deadline_s)
+                for uid, (ref, future) in futures.items()
+            }
+        finally:
+            # a read still running ends by its own timeout; nobody waits for it
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _fetch_one(self, ref: ClaimRef) -> Fetched:
+        try:
+            return self.source.get(ref.namespace, ref.name)
+        except Exception as exc:  # becomes this claim's error, at step "fetch claim"
+            return exc
 
     def plan(
         self, ref: ClaimRef, fetched: Fetched | None, progress: Progress, ledger: CapacityLedger
@@ -80,3 +106,10 @@ class PreparePlanner:
                 self.device_hook(pool, device)
             except Exception as exc:  # reported as the claim's error
                 raise ClaimError(f"{label}: {exc}") from exc
+
+
+def _late(ref: ClaimRef, deadline_s: float) -> ClaimError:
+    return ClaimError(
+        f"claim {clip(ref.namespace)}/{clip(ref.name)}: not read from the API server within "
+        f"{deadline_s:g} s (with the call's other claims); the kubelet retries"
+    )

@@ -5,9 +5,9 @@ of an already prepared claim returns the very same answer even if the inventory 
 code changed in between. Exact amounts are stored as Fraction strings ("10000000",
 "1/3"), never floats.
 
-Fields added after format version 1 first shipped (`deviceType`, `attributes`,
-`consumesCounters`, `counterTotals`, `config`) are optional when reading, so records
-written by an older driver still load (as a device without counters or config).
+This is the payload of format 2: every field is required, fields it does not know are
+ignored (a newer driver's additions). Older payloads are upgraded to it before they get
+here (`driver.claims.record_format`).
 """
 
 from __future__ import annotations
@@ -89,11 +89,11 @@ def _unit_from_json(raw: dict[str, Any]) -> PreparedUnit:
         cdi_name=_str(raw["cdiName"]),
         cdi_id=_str(raw["cdiID"]),
         env=tuple(_str(e) for e in raw["env"]),
-        device_type=_str(raw.get("deviceType", "device")),
-        attributes=_dict(raw.get("attributes", {})),
-        consumes_counters=_sets_from_json(raw.get("consumesCounters", {})),
-        counter_totals=_sets_from_json(raw.get("counterTotals", {})),
-        config=_dict(raw.get("config", {})),
+        device_type=_str(raw["deviceType"]),
+        attributes=_dict(raw["attributes"]),
+        consumes_counters=_sets_from_json(raw["consumesCounters"]),
+        counter_totals=_sets_from_json(raw["counterTotals"]),
+        config=_dict(raw["config"]),
     )
 
 

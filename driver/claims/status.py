@@ -16,10 +16,14 @@ entry keyed by (driver, pool, device, shareID) with
   simulated NIC has no addresses, so its entries carry none.
 
 On unprepare our entries are removed. Entries of other drivers are never touched.
-`updated_status_devices` computes the new list (pure); `ClaimStatusWriter` reads the
-claim, applies it and writes with a JSON merge patch on the `status` subresource that
-carries the read `resourceVersion`, so a concurrent writer makes it fail with 409 and
-the writer re-reads and recomputes (up to `attempts` times).
+`our_status_devices` computes our entries (pure); `ClaimStatusWriter` reads the claim
+(for the generation and the Ready conditions' transition times) and writes them by
+server-side apply on the `status` subresource, with the driver name as field manager:
+`status.devices` is a map list keyed by driver, device, pool and shareID, so the API
+server merges our entries with everyone else's and removes those we applied before and
+omit now, and another writer's entries are never part of what we send. Entries of our
+driver that we do not own (written by merge patch, before simdra used apply) are then
+removed by a JSON patch that tests each one first.
 
 Failure policy: status is informative (nothing in Kubernetes waits for it unless a
 device uses binding conditions, which ours do not), so a failed write never fails the
@@ -56,7 +60,8 @@ DATA_LIMIT_BYTES = 10 * 1024
 MAX_IPS = 16
 MAX_INTERFACE_NAME = 256
 MAX_HARDWARE_ADDRESS = 128
-MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+JSON_PATCH = "application/json-patch+json"
 DEFAULT_TIMEOUT_S = 5.0  # per request; prepare holds the kubelet's 45 s deadline
 
 
@@ -80,20 +85,32 @@ def updated_status_devices(
     now: str,
     generation: int | None = None,
 ) -> list[JSON]:
-    """`status.devices` with our entries replaced by those of `prepared` (None: removed).
+    """`status.devices` with our entries replaced by those of `prepared` (None: removed):
+    other drivers' entries keep their content and order; ours follow them."""
+    others = [copy.deepcopy(dict(e)) for e in current or [] if e.get("driver") != driver]
+    return others + our_status_devices(current, driver, prepared, now=now, generation=generation)
 
-    Other drivers' entries keep their content and order; ours follow them in unit order.
-    """
-    current = list(current or [])
-    others = [copy.deepcopy(dict(e)) for e in current if e.get("driver") != driver]
+
+def our_status_devices(
+    current: Sequence[Mapping[str, Any]] | None,
+    driver: str,
+    prepared: PreparedClaim | None,
+    *,
+    now: str,
+    generation: int | None = None,
+) -> list[JSON]:
+    """Our entries for `prepared` (none for None), in unit order; the Ready conditions
+    keep their transition time from `current`."""
     if prepared is None:
-        return others
-    previous = {_key(e): e for e in current if e.get("driver") == driver}
-    ours = []
-    for unit in prepared.units:
-        before = previous.get((driver, unit.pool, unit.device, unit.share_id))
-        ours.append(device_status(unit, driver, now=now, generation=generation, previous=before))
-    return others + ours
+        return []
+    previous = {_key(e): e for e in current or [] if e.get("driver") == driver}
+    return [
+        device_status(
+            unit, driver, now=now, generation=generation,
+            previous=previous.get((driver, unit.pool, unit.device, unit.share_id)),
+        )
+        for unit in prepared.units
+    ]
 
 
 def device_status(
@@ -235,17 +252,18 @@ class ClaimStatusWriter:
                 return False
             metadata = claim.get("metadata") or {}
             current = (claim.get("status") or {}).get("devices") or []
-            wanted = updated_status_devices(
-                current,
-                self._driver,
-                prepared,
-                now=self._clock(),
+            wanted = our_status_devices(
+                current, self._driver, prepared, now=self._clock(),
                 generation=metadata.get("generation"),
             )
-            if wanted == current:
+            if [e for e in current if e.get("driver") == self._driver] == wanted:
                 return False
-            if self._patch(ref, str(metadata.get("resourceVersion", "")), wanted):
+            after = self._apply(ref, wanted)
+            if after == 404:
+                return True  # gone meanwhile: nothing left to write
+            if isinstance(after, dict) and self._drop_leftovers(ref, after, wanted):
                 return True
+            # 409 (replaced or changed meanwhile) or leftovers that changed: read again
         raise StatusWriteError(
             f"{_label(ref)}: status.devices: still conflicting after {self._attempts} attempts"
         )
@@ -268,33 +286,53 @@ class ClaimStatusWriter:
             return None
         return claim
 
-    def _patch(self, ref: ClaimRef, resource_version: str, devices: list[JSON]) -> bool:
-        """One conditional write; False on a conflict (re-read and try again)."""
-        body = {
-            "metadata": {"resourceVersion": resource_version},
-            # null removes the field, so a claim without entries looks untouched
-            "status": {"devices": devices or None},
+    def _apply(self, ref: ClaimRef, devices: list[JSON]) -> JSON | int:
+        """Apply our entries (all of them: those applied before and omitted now go);
+        the claim after it, or 404 (gone) or 409 (replaced or changed meanwhile)."""
+        config: JSON = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            # the uid is a precondition: a claim replaced meanwhile answers 409
+            "metadata": {"name": ref.name, "namespace": ref.namespace, "uid": ref.uid},
         }
+        if devices:
+            config["status"] = {"devices": devices}
+        return self._send(ref, "apply status.devices", config, APPLY_PATCH, (404, 409),
+                          field_manager=self._driver, force=True)
+
+    def _drop_leftovers(self, ref: ClaimRef, claim: JSON, wanted: list[JSON]) -> bool:
+        """Remove our driver's entries the apply left (not ours to apply: written before
+        simdra used apply); False when the claim changed meanwhile (try again)."""
+        devices = (claim.get("status") or {}).get("devices") or []
+        keep = {_key(e) for e in wanted}
+        operations: list[JSON] = []
+        for i in reversed(range(len(devices))):
+            if devices[i].get("driver") == self._driver and _key(devices[i]) not in keep:
+                path = f"/status/devices/{i}"
+                operations += [{"op": "test", "path": path, "value": devices[i]},
+                               {"op": "remove", "path": path}]
+        if not operations:
+            return True
+        # 422: a test failed (the entry changed meanwhile); 404: gone, nothing to remove
+        sent = self._send(ref, "remove leftover status.devices", operations, JSON_PATCH,
+                          (404, 409, 422))
+        return sent not in (409, 422)
+
+    def _send(self, ref: ClaimRef, what: str, body: Any, content_type: str,
+              expected: tuple[int, ...], **options: Any) -> JSON | int:
+        """One PATCH of the status: the claim after it, or the HTTP status of an
+        `expected` error answer; StatusWriteError for any other."""
         try:
-            self._api.patch_namespaced_resource_claim_status(
-                ref.name,
-                ref.namespace,
-                body,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-                _request_timeout=self._timeout_s,
+            response = self._api.patch_namespaced_resource_claim_status(
+                ref.name, ref.namespace, body, _content_type=content_type,
+                _preload_content=False, _request_timeout=self._timeout_s, **options,
             )
         except ApiException as exc:
-            if exc.status == 409:
-                return False
-            if exc.status == 404:
-                return True  # gone meanwhile: nothing left to write
-            raise StatusWriteError(
-                f"{_label(ref)}: patch status.devices: {api_exception_text(exc)}"
-            ) from None
-        return True
-
-
+            if exc.status in expected:
+                return int(exc.status)
+            raise StatusWriteError(f"{_label(ref)}: {what}: {api_exception_text(exc)}") from None
+        claim: JSON = response_json(response)
+        return claim
 
 
 def _label(ref: ClaimRef) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +23,7 @@ from driver.kubelet.registration import RegistrationServicer, RegistrationStatus
 from driver.kubelet.serialize import CallSerializer
 from driver.kubelet.server import UnixSocketServer, start_unix_server
 from driver.kubelet.services import advertised_name
+from driver.kubelet.stale_sockets import remove_stale_instance_sockets
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,7 @@ class KubeletPlugin:
     ) -> None:
         """Start serving; see `start_kubelet_plugin`."""
         self.driver_name = driver_name
+        _remove_killed_instances(driver_name, dra_socket, registration_socket)
         self._health_servicers: list[ResourceHealthServicer] = []
         self._services: list[str] = []
         serializer: contextlib.AbstractContextManager[Any] | None = (
@@ -122,6 +125,15 @@ class KubeletPlugin:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _remove_killed_instances(driver_name: str, dra_socket: str, registration_socket: str) -> None:
+    """A killed instance's sockets stay (with --pod-uid, each has its own names), and the
+    kubelet keeps trying them: removed before ours appear."""
+    remove_stale_instance_sockets(
+        driver_name, os.path.dirname(dra_socket), os.path.dirname(registration_socket),
+        keep=(dra_socket, registration_socket),
+    )
 
 
 def start_kubelet_plugin(

@@ -24,9 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import secrets
-import socket
 import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +33,11 @@ import grpc
 
 from driver.atomicfile import make_directory
 from driver.kubelet.sockets import GRPC_UNIX_PATH_MAX, path_bytes
+from driver.kubelet.stale_sockets import (
+    TEMP_SOCKET_PREFIX,
+    remove_stale_temp_sockets,
+    socket_identity,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +45,6 @@ log = logging.getLogger(__name__)
 # socket takes write permission on it, so this keeps other users out, whatever the umask.
 SOCKET_MODE = 0o660
 SOCKET_DIR_MODE = 0o750  # for socket directories this server has to create
-_TEMP_PREFIX = ".simdra-"
-_TEMP_SOCKET = re.compile(r"^\.simdra-[0-9a-f]{8}\.sock$")
 
 
 class SocketPathError(RuntimeError):
@@ -80,55 +81,9 @@ def remove_stale_socket(path: str) -> None:
 
 def _temporary_bind_path(path: str) -> str | None:
     """A hidden sibling name to bind first, or None when it would not fit the limit."""
-    candidate = os.path.join(os.path.dirname(path), f"{_TEMP_PREFIX}{secrets.token_hex(4)}.sock")
+    name = f"{TEMP_SOCKET_PREFIX}{secrets.token_hex(4)}.sock"
+    candidate = os.path.join(os.path.dirname(path), name)
     return candidate if path_bytes(candidate) <= GRPC_UNIX_PATH_MAX else None
-
-
-def remove_stale_temp_sockets(directory: str) -> list[str]:
-    """Remove temporary sockets (`.simdra-<8 hex>.sock`) that a server killed between
-    bind and rename left in `directory`; returns the removed paths.
-
-    Only that name pattern is touched, only sockets, and only when nothing listens on
-    them: a server binds and listens in one step, so another instance's temporary socket
-    that is about to be renamed answers a connect and is kept.
-    """
-    removed: list[str] = []
-    try:
-        names = sorted(os.listdir(directory))
-    except FileNotFoundError:
-        return removed
-    for name in names:
-        path = os.path.join(directory, name)
-        if _TEMP_SOCKET.match(name) and _identity(path) is not None and not _listening(path):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-                removed.append(path)
-                log.info("removed stale temporary socket %s", path)
-    return removed
-
-
-def _listening(path: str) -> bool:
-    """True when a process accepts connections on the unix socket at path."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(path)
-    except (ConnectionRefusedError, FileNotFoundError):
-        return False
-    except OSError:
-        return True  # e.g. a full backlog or a timeout: someone is there, keep it
-    finally:
-        probe.close()
-    return True
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    """(device, inode) of the socket at path, or None when no socket is there."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISSOCK(st.st_mode) else None
 
 
 class UnixSocketServer:
@@ -175,7 +130,7 @@ class UnixSocketServer:
         self._server.start()
         if self._bind_path != self.path:
             os.rename(self._bind_path, self.path)
-        self._identity = _identity(self.path)
+        self._identity = socket_identity(self.path)
         log.info("%s server listening on %s", self._name, self.path)
 
     def stop(self, grace: float | None = 1.0) -> None:
@@ -188,7 +143,7 @@ class UnixSocketServer:
     def _shutdown(self, grace: float | None) -> None:
         self._server.stop(grace).wait()
         self._executor.shutdown(wait=True)
-        if self._identity is not None and _identity(self.path) == self._identity:
+        if self._identity is not None and socket_identity(self.path) == self._identity:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
             log.info("%s server stopped, removed %s", self._name, self.path)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import posixpath
+import re
 
 KUBELET_PLUGINS_DIR = "/var/lib/kubelet/plugins"
 KUBELET_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
@@ -96,3 +97,24 @@ def registration_socket_path(
     """Full path of the registration socket (see `registration_socket_name`)."""
     name = registration_socket_name(registry_dir, driver_name, pod_uid, max_path_bytes)
     return clean_join(registry_dir, name)
+
+
+# What a pod UID looks like in the names above (the DaemonSet passes metadata.uid).
+_POD_UID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_B64URL_8_BYTES = r"[A-Za-z0-9_-]{11}"  # unpadded base64url of 8 bytes
+
+
+def is_instance_dra_socket(name: str) -> bool:
+    """True for the name of a DRA socket any instance of a driver uses in its data dir
+    (`dra.sock`, `dra-<pod UID>.sock`)."""
+    return re.fullmatch(rf"dra(-{_POD_UID})?\.sock", name) is not None
+
+
+def is_instance_registration_socket(driver_name: str, name: str) -> bool:
+    """True for a registration socket name that says it is `driver_name`'s: without a pod
+    UID, with one, or with its hash (the first two of
+    `rolling_update_registration_names`). The third, `dra-<hash>-reg.sock`, hashes the
+    driver name too, so nothing tells whose it is: never matched."""
+    driver = re.escape(driver_name)
+    pattern = rf"{driver}(-{_POD_UID}|-{_B64URL_8_BYTES})?-reg\.sock"
+    return re.fullmatch(pattern, name) is not None

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from driver.claims.allocation import parse_claim
-from driver.claims.checkpoint import RECORD_KIND, Checkpoint, _checksum
+from driver.claims.checkpoint import Checkpoint
 from driver.claims.plan import plan_prepare
 from driver.claims.record import to_payload
+from driver.claims.record_format import RECORD_KIND, record_checksum
 
 from .builders import (
     DRIVER,
@@ -45,7 +46,8 @@ def test_round_trip_keeps_everything_exactly(tmp_path):
     assert records == {A: prepared}
     assert records[A].spec_bytes() == prepared.spec_bytes()
     raw = json.loads((tmp_path / "claims" / f"{A}.json").read_text())
-    assert raw["version"] == 1 and raw["checksum"].startswith("sha256:")
+    assert (raw["version"], raw["compatVersion"]) == (2, 2)
+    assert raw["checksum"].startswith("sha256:")
     assert raw["payload"]["claim"] == {"namespace": "default", "name": "claim-aaaaaaaa", "uid": A}
     assert raw["payload"]["cdiFile"] == prepared.cdi_file
     assert raw["payload"]["cdiSpec"]["kind"] == f"k8s.{DRIVER}/device"
@@ -57,9 +59,9 @@ def test_a_record_file_is_the_canonical_json_of_the_record(tmp_path):
     Checkpoint(tmp_path).save(_prepared(A))
     data = (tmp_path / "claims" / f"{A}.json").read_text()
     record = json.loads(data)
-    assert sorted(record) == ["checksum", "kind", "payload", "version"]
+    assert sorted(record) == ["checksum", "compatVersion", "kind", "payload", "version"]
     assert data == json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
-    assert record["checksum"] == _checksum(record["payload"])
+    assert record["checksum"] == record_checksum(record)
 
 
 def _corrupt_json(path):
@@ -72,9 +74,17 @@ def _tamper(path):
     path.write_text(json.dumps(record))
 
 
-def _other_version(path):
+def _edited_version(path):
+    """The checksum covers the version fields: an edited one is not trusted."""
     record = json.loads(path.read_text())
-    record["version"] = 99
+    record["compatVersion"] = record["version"] = 99
+    path.write_text(json.dumps(record))
+
+
+def _other_kind(path):
+    record = json.loads(path.read_text())
+    record["kind"] = "other.Record"
+    record["checksum"] = record_checksum(record)
     path.write_text(json.dumps(record))
 
 
@@ -88,7 +98,8 @@ def _wrong_name(path):
     [
         (_corrupt_json, "not valid JSON", A),
         (_tamper, "checksum mismatch", A),
-        (_other_version, "version 99", A),
+        (_edited_version, "checksum mismatch", A),
+        (_other_kind, "format 'other.Record' version 2", A),
         (_wrong_name, f"holds claim uid '{A}' but is named for uid '{B}'", B),
     ],
 )
@@ -161,7 +172,8 @@ def test_records_of_the_first_format_still_load(tmp_path):
     for unit in payload["units"]:
         for key in ("deviceType", "attributes", "consumesCounters", "counterTotals", "config"):
             del unit[key]
-    old = {"kind": RECORD_KIND, "version": 1, "checksum": _checksum(payload), "payload": payload}
+    old = {"kind": RECORD_KIND, "version": 1, "payload": payload}
+    old["checksum"] = record_checksum(old)
     store = Checkpoint(tmp_path)
     store.path_for(A).write_text(json.dumps(old))
     records, problems = store.load_all()

@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from driver.claims.checkpoint import _checksum
 from driver.claims.preparer import Preparer
+from driver.claims.record_format import record_checksum
 from driver.claims.source import StaticClaimSource
 from driver.claims.types import ClaimRef
 from driver.cli.usage import usage_main
@@ -58,14 +58,14 @@ def _nested(path):
 def _cdi_file_outside(path):
     record = json.loads(path.read_text())
     record["payload"]["cdiFile"] = "../../etc/passwd"
-    record["checksum"] = _checksum(record["payload"])  # a valid checksum: still untrusted
+    record["checksum"] = record_checksum(record)  # a valid checksum: still untrusted
     path.write_text(json.dumps(record))
 
 
 def _other_claims_cdi_file(path):
     record = json.loads(path.read_text())
     record["payload"]["cdiFile"] = f"k8s.{DRIVER}-device_{B}.json"
-    record["checksum"] = _checksum(record["payload"])
+    record["checksum"] = record_checksum(record)
     path.write_text(json.dumps(record))
 
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from kubernetes.client import ResourceV1Api
 
 from driver.claims.allocation import parse_claim
 from driver.claims.api_source import ApiClaimSource
@@ -218,3 +219,65 @@ def test_a_conflicting_write_is_retried_on_the_fresh_object(server, cluster, tmp
             assert len(_status_devices(server, ref)) == 3
         finally:
             writer.stop()
+
+
+def _apply_other(api_client, ref, entries, force=False):
+    """The other driver writing its own entries by server-side apply."""
+    config = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+              "metadata": {"name": ref.name, "namespace": ref.namespace}}
+    if entries:
+        config["status"] = {"devices": entries}
+    ResourceV1Api(api_client).patch_namespaced_resource_claim_status(
+        ref.name, ref.namespace, config, field_manager=OTHER_DRIVER, force=force,
+        _content_type="application/apply-patch+yaml")
+
+
+def _owned_devices(server, ref, manager):
+    claim = server.get_object("resourceclaims", ref.name, ref.namespace)
+    for entry in claim["metadata"].get("managedFields") or []:
+        if entry["manager"] == manager:
+            return sorted(json.loads(k[2:])["device"]
+                          for k in entry["fieldsV1"]["f:status"]["f:devices"])
+    return []
+
+
+def test_each_driver_owns_its_entries_and_neither_clobbers_the_other(server, cluster, tmp_path):
+    ref = _gpu_and_nic_claim(cluster)
+    _publish(server, cluster, ref)
+    preparer, writer, api_client = _node(server, cluster, tmp_path)
+    with api_client:
+        try:
+            _apply_other(api_client, ref, [OTHER_ENTRY], force=True)
+            assert preparer.prepare([ref])[ref.uid].error == ""
+            assert writer.flush(5)
+            assert _owned_devices(server, ref, DRIVER) == ["gpu-0", "nic-0"]
+            assert _owned_devices(server, ref, OTHER_DRIVER) == ["fpga-0"]
+            # The other driver changes and then drops its entry, by apply, without force:
+            # no conflict with us, and ours stay as they are.
+            ours = _status_devices(server, ref)[1:]
+            ready = {**OTHER_ENTRY["conditions"][0], "status": "True", "reason": "Booted"}
+            _apply_other(api_client, ref, [{**OTHER_ENTRY, "conditions": [ready]}])
+            assert _status_devices(server, ref)[0]["conditions"] == [ready]
+            _apply_other(api_client, ref, [])
+            assert _status_devices(server, ref) == ours
+            assert preparer.unprepare([ref])[ref.uid].error == ""
+            assert writer.flush(5)
+            assert _status_devices(server, ref) == []
+        finally:
+            writer.stop()
+
+
+def test_our_entries_written_before_apply_are_removed_and_others_kept(server, cluster):
+    ref = _gpu_and_nic_claim(cluster)
+    _publish(server, cluster, ref)
+    prepared = _prepared(cluster, ref)
+    # What a merge-patch writer (simdra before apply) left: our entries, owned by nobody.
+    raw = server.get_object("resourceclaims", ref.name, ref.namespace)
+    raw["status"]["devices"] = updated_status_devices([OTHER_ENTRY], DRIVER, prepared, now=NOW)
+    server.put_object("resourceclaims", raw)
+    with server.api_client() as api_client:
+        writer = ClaimStatusWriter(api_client, DRIVER, clock=lambda: NOW)
+        assert writer.sync(ref, replace(prepared, units=prepared.units[:1])) is True
+        assert [e["device"] for e in _status_devices(server, ref)] == ["fpga-0", "gpu-0"]
+        assert writer.sync(ref, None) is True
+    assert _status_devices(server, ref) == [OTHER_ENTRY]

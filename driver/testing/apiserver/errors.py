@@ -123,7 +123,8 @@ def unsupported_media_type(content_type: str) -> APIError:
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types "
         f"include: application/json-patch+json, application/merge-patch+json, "
-        f'application/strategic-merge-patch+json (got "{content_type}")',
+        f"application/strategic-merge-patch+json, application/apply-patch+yaml "
+        f'(got "{content_type}")',
     )
 
 

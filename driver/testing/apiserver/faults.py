@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from driver.testing.apiserver.errors import APIError, injected
 
@@ -78,6 +81,66 @@ class Faults:
         """Drop every queued failure."""
         with self._lock:
             self._queue.clear()
+
+
+@dataclass
+class Stall:
+    """A slowed API server whose test can tell concurrent requests from sequential ones:
+    each matching request waits up to `seconds`, and all waiting ones go on at once when
+    `together` of them are in flight. `max_in_flight` is the most that were at once."""
+
+    verb: str
+    resource: str
+    seconds: float
+    together: int
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _changed: threading.Condition = field(default_factory=threading.Condition, repr=False)
+
+    def matches(self, verb: str, resource: str) -> bool:
+        """True when this stall slows requests of `verb` on `resource`."""
+        return self.verb in ("*", verb) and self.resource in ("*", resource)
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Wait as the stall says, then serve the request (inside the block)."""
+        with self._changed:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._changed.notify_all()
+            deadline = time.monotonic() + self.seconds
+            while self.max_in_flight < self.together and time.monotonic() < deadline:
+                self._changed.wait(deadline - time.monotonic())
+        try:
+            yield
+        finally:
+            with self._changed:
+                self.in_flight -= 1
+
+
+class Stalls:
+    """The stalls a test set up; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stalls: list[Stall] = []
+
+    def add(self, stall: Stall) -> Stall:
+        """Slow the requests `stall` matches from now on."""
+        with self._lock:
+            self._stalls.append(stall)
+        return stall
+
+    @contextlib.contextmanager
+    def hold(self, verb: str, resource: str) -> Iterator[None]:
+        """Serve a request inside the block, after the first matching stall's wait."""
+        with self._lock:
+            stall = next((s for s in self._stalls if s.matches(verb, resource)), None)
+        if stall is None:
+            yield
+            return
+        with stall.hold():
+            yield
 
 
 class RequestLog:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driver.testing.apiserver import errors, lifecycle, patch, routes
+from driver.testing.apiserver.apply import APPLY, parse_config, server_side_apply
 from driver.testing.apiserver.defaults import apply_defaults
 from driver.testing.apiserver.errors import APIError
-from driver.testing.apiserver.faults import Faults, Request, RequestLog
+from driver.testing.apiserver.faults import Faults, Request, RequestLog, Stalls
 from driver.testing.apiserver.gates import DEFAULT_GATES, drop_disabled_fields
 from driver.testing.apiserver.resources import NODES, ResourceType
 from driver.testing.apiserver.routes import Route
@@ -70,6 +71,7 @@ class API:
         self.config = config
         self.faults = faults
         self.log = log
+        self.stalls = Stalls()
 
     # --- entry point ---------------------------------------------------------------
 
@@ -87,7 +89,8 @@ class API:
             failure = self.faults.take(verb, route.log_resource)
             if failure is not None:
                 raise failure
-            result = self._dispatch(verb, route, request)
+            with self.stalls.hold(verb, route.log_resource):
+                result = self._dispatch(verb, route, request)
         except APIError as error:
             result = Reply(error.code, error.status(), error.headers)
         code = result.code if isinstance(result, Reply) else 200
@@ -161,6 +164,8 @@ class API:
     # --- writes --------------------------------------------------------------------
 
     def _body(self, request: HTTPRequest) -> Any:
+        if request.content_type == APPLY:
+            return parse_config(request.body)
         if request.content_type and request.content_type not in (
             "application/json",
             *patch.SUPPORTED,
@@ -208,12 +213,12 @@ class API:
         raise self._conflict(route)
 
     def _patch(self, route: Route, request: HTTPRequest) -> Reply:
-        if request.content_type not in patch.SUPPORTED:
+        if request.content_type not in (*patch.SUPPORTED, APPLY):
             raise errors.unsupported_media_type(request.content_type)
         operations = self._body(request)
         for _ in range(_RETRIES):
             current = self._current(route)
-            patched = patch.apply_patch(request.content_type, current, operations)
+            patched = self._patched(route, request, current, operations)
             body = lifecycle.normalize(route.resource, patched, route.namespace)
             body = apply_defaults(route.resource.plural, body)
             # A patch that sets metadata.resourceVersion is a precondition; others retry.
@@ -225,6 +230,13 @@ class API:
             except StaleObject:
                 continue
         raise self._conflict(route)
+
+    def _patched(self, route: Route, request: HTTPRequest, current: JSON, body: Any) -> Any:
+        if request.content_type != APPLY:
+            return patch.apply_patch(request.content_type, current, body)
+        return server_side_apply(
+            route.resource.plural, current, body, request.query.get("fieldManager", ""),
+            force=request.query.get("force") == "true", subresource=route.subresource)
 
     def _conflict(self, route: Route) -> APIError:
         r = route.resource

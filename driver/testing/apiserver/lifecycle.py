@@ -121,6 +121,9 @@ def prepare_update(
     stored_meta = current["metadata"]
     if subresource == "status":
         updated = {**current}
+        managed = body["metadata"].get("managedFields")  # a server-side apply's
+        if managed is not None:
+            updated["metadata"] = {**stored_meta, "managedFields": managed}
         if "status" in body:
             updated["status"] = body["status"]
         else:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from driver.testing.apiserver import errors, lifecycle
-from driver.testing.apiserver.faults import Faults, RequestLog
+from driver.testing.apiserver.faults import Faults, RequestLog, Stall
 from driver.testing.apiserver.gates import DEFAULT_GATES
 from driver.testing.apiserver.handlers import API, Config, HTTPRequest, Reply
 from driver.testing.apiserver.resources import by_plural
@@ -169,7 +169,7 @@ class APIServer:
     optimistic concurrency, validation (OpenAPI strict + ResourceSlice semantic rules) and
     watches. Use as a context manager, or call `start()` / `stop()`.
 
-    Test hooks: `inject_failure`, `request_log` / `writes()`, `feature_gates`,
+    Test hooks: `inject_failure`, `stall`, `request_log` / `writes()`, `feature_gates`,
     `objects` / `get_object` / `put_object` / `delete_object`, `compact`.
     """
 
@@ -286,6 +286,12 @@ class APIServer:
         Retry-After header, so inject those on POST or without retry_after to see them.
         """
         self.faults.inject(verb, resource, code, count, retry_after)
+
+    def stall(self, verb: str, resource: str, seconds: float, together: int) -> Stall:
+        """Slow requests of `verb` on `resource` ("*" matches any): each waits up to
+        `seconds`, unless `together` of them are in flight at once (then all go on).
+        The returned Stall's `max_in_flight` says how many ever were at once."""
+        return self._api.stalls.add(Stall(verb, resource, seconds, together))
 
     def writes(self, resource: str | None = None) -> int:
         """Mutating requests received so far (optionally on one resource)."""
