@@ -172,3 +172,14 @@ def test_a_fake_tree_reads_no_host_routes_unless_told(tree: SysfsTree) -> None:
 
     assert backend.proc_root is None
     assert "nic-eth0" in {d.name for _, d in backend.discover().devices()}
+
+
+def test_unparsable_route_lines_are_skipped_not_fatal(tree: SysfsTree) -> None:
+    net = tree.proc / "1" / "net"
+    (net / "route").write_text("Iface\tDestination\nshort\nbad zz 0 0003 0 0 0 zz 0 0 0\n"
+                                "eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n")
+    (net / "ipv6_route").write_text("\x00\x01 garbage\n")
+
+    found = discover(tree)
+
+    assert "nic-eth0" not in found and "nic-eno1" in found
