@@ -56,6 +56,10 @@ def test_node_sysfs_overlay_publishes_the_hosts_gpus_and_nics_but_not_its_uplink
             assert s["spec"]["pool"]["resourceSliceCount"] == len(
                 [x for x in slices if x["spec"]["pool"]["name"] == s["spec"]["pool"]["name"]]
             )
+        # The routes the pod reads are the host's, not those of the pod's own network.
+        seen = plugin.exec("python", "-c", "import os; print(open(os.environ['PROC_ROOT']"
+                           " + '/1/net/route').read())")
+        assert route_rows(seen) == route_rows(_read(ROUTES / "route") or "")
         published = [d for s in slices for d in s["spec"].get("devices") or []]
         assert published_gpus(published) == gpus
         assert published_nics(published) == nics
@@ -117,6 +121,12 @@ def default_route_interfaces() -> set[str]:
         if int(fields[0], 16) == 0 and fields[1] == "00" and flags & 1 and not flags & 0x200:
             found.add(fields[9])
     return found - {"lo"}
+
+
+def route_rows(table: str) -> set[tuple[str, ...]]:
+    """Interface, destination, gateway and mask of each IPv4 route (no counters)."""
+    rows = [line.split() for line in table.splitlines()[1:] if line.strip()]
+    return {(r[0], r[1], r[2], r[7]) for r in rows}
 
 
 def lower_interfaces(upper: str) -> set[str]:
