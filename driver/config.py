@@ -20,6 +20,9 @@ class Config:
     device_profile: str = "gpu"
     sysfs_root: Path = Path("/sys")
     dev_root: Path = Path("/dev")
+    proc_root: Path | None = None  # None: /proc when sysfs_root is /sys, else no routes
+    sysfs_allow: tuple[str, ...] = ()  # normalised selectors, e.g. "vendor:0x1a03"
+    sysfs_deny: tuple[str, ...] = ()
     num_devices: int = 8
     pod_uid: str | None = None
     healthcheck_port: int = -1

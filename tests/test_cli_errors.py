@@ -19,7 +19,8 @@ from driver.testing.kubeconfig import write_kubeconfig
 
 # Settings of the caller that would change what `simdra run` finds.
 _CLEAN = ("NODE_NAME", "KUBECONFIG", "DEVICE_PROFILE", "DEVICE_BACKEND", "NUM_DEVICES",
-          "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+          "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "SYSFS_ALLOW", "SYSFS_DENY",
+          "PROC_ROOT")
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +65,13 @@ def _run_in(tmp_path: Path, *args: str) -> list[str]:
     (("--node-name", "n", "--claim-status", "maybe"), "--claim-status"),
     (("--node-name", "n", "--log-format", "xml"), "--log-format"),
     (("--node-name", "n", "--rescan-interval", "0"), "--rescan-interval"),
+    (("--node-name", "n", "--sysfs-deny", "eth1"), "--sysfs-deny='eth1': 'eth1' is not "
+     "key:value with key one of pci, vendor, iface"),
+    (("--node-name", "n", "--sysfs-deny", "pci:3b:00"), "not a PCI address like 0000:3b:00.0"),
+    (("--node-name", "n", "--sysfs-allow", "vendor:nvidia"), "--sysfs-allow='vendor:nvidia': "
+     "'vendor:nvidia' is not a PCI vendor id like 0x10de"),
+    (("--node-name", "n", "--sysfs-allow", "iface:a/b"), "not a network interface name"),
+    (("--node-name", "n", "--sysfs-allow", "iface:eth0,,pci:03:00.0"), "'' is not key:value"),
 ])
 def test_bad_flag_values_exit_2_with_one_clear_line(capsys, args, expected) -> None:
     assert expected in _one_line(_simdra(capsys, "run", *args))
@@ -74,6 +82,19 @@ def test_flags_can_come_from_environment_variables(capsys, monkeypatch) -> None:
     monkeypatch.setenv("NUM_DEVICES", "-3")
 
     assert "--num-devices=-3" in _one_line(_simdra(capsys, "run"))
+
+
+def test_sysfs_selectors_are_normalised_from_flags_and_environment(monkeypatch) -> None:
+    import driver.plugin
+
+    seen = []
+    monkeypatch.setattr(driver.plugin, "run_plugin", lambda config: seen.append(config) or 0)
+    monkeypatch.setenv("SYSFS_DENY", "vendor:10DE")
+
+    assert main(["run", "--node-name", "n", "--sysfs-allow", " pci:3B:00.0, iface:eth1 "]) == 0
+    assert seen[0].sysfs_allow == ("pci:0000:3b:00.0", "iface:eth1")
+    assert seen[0].sysfs_deny == ("vendor:0x10de",)
+    assert seen[0].proc_root is None
 
 
 def test_no_in_cluster_config_and_no_kubeconfig(tmp_path: Path, capsys) -> None:

@@ -39,6 +39,16 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--sysfs-root", "SYSFS_ROOT", "/sys", "sysfs mount the sysfs backend reads"),
     ("--dev-root", "DEV_ROOT", "/dev",
      "where the sysfs backend finds device nodes (the host's /dev as mounted here)"),
+    ("--proc-root", "PROC_ROOT", "",
+     "procfs where the sysfs backend reads the host's default routes (<root>/1/net/route, "
+     "ipv6_route): in a pod, the host's /proc mounted there; unset: /proc if "
+     "--sysfs-root is /sys, else no routes"),
+    ("--sysfs-allow", "SYSFS_ALLOW", "",
+     "sysfs backend: comma list of pci:<address>, vendor:<id>, iface:<name> to publish "
+     "even where a default rule leaves them out (BMC displays, the default-route NIC)"),
+    ("--sysfs-deny", "SYSFS_DENY", "",
+     "sysfs backend: comma list of pci:<address>, vendor:<id>, iface:<name> never to "
+     "publish (wins over --sysfs-allow)"),
     ("--pod-uid", "POD_UID", None, "pod UID; when set, socket names allow rolling updates"),
     ("--healthcheck-port", "HEALTHCHECK_PORT", "-1", "gRPC health port (-1: off)"),
     ("--metrics-port", "METRICS_PORT", "-1", "Prometheus metrics port (-1: off)"),
@@ -78,6 +88,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
         device_profile=_profile(args.device_profile),
         sysfs_root=Path(args.sysfs_root),
         dev_root=Path(args.dev_root),
+        proc_root=Path(args.proc_root) if args.proc_root else None,
+        sysfs_allow=_selectors(args.sysfs_allow, "--sysfs-allow"),
+        sysfs_deny=_selectors(args.sysfs_deny, "--sysfs-deny"),
         num_devices=integer(args.num_devices, "--num-devices", 0, 100_000),
         pod_uid=args.pod_uid or None,
         healthcheck_port=integer(args.healthcheck_port, "--healthcheck-port", -1, 65535),
@@ -102,6 +115,16 @@ def _backend(value: str) -> str:
         rule = f"must be one of {', '.join(BACKENDS)} or package.module:ClassName"
         raise UsageError(f"--device-backend={value!r}: {rule}; {err}") from None
     return value
+
+
+def _selectors(value: str, flag: str) -> tuple[str, ...]:
+    """A comma list of device selectors, normalised (`pci:3B:00.0` -> `pci:0000:3b:00.0`)."""
+    from driver.devices.sysfs.selection import parse_selectors
+
+    try:
+        return tuple(str(selector) for selector in parse_selectors(value))
+    except ValueError as err:
+        raise UsageError(f"{flag}={value!r}: {err}") from None
 
 
 def _profile(value: str) -> str:

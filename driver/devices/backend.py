@@ -47,13 +47,18 @@ class BackendContext:
     num_devices: int = 8  # --num-devices
     sysfs_root: Path = Path("/sys")  # --sysfs-root
     dev_root: Path = Path("/dev")  # --dev-root
+    proc_root: Path | None = None  # --proc-root (None: /proc for the real /sys only)
+    sysfs_allow: tuple[str, ...] = ()  # --sysfs-allow selectors, e.g. "pci:0000:3b:00.0"
+    sysfs_deny: tuple[str, ...] = ()  # --sysfs-deny selectors
 
     @classmethod
     def from_config(cls, config: Config) -> BackendContext:
         """The context of a plugin configuration."""
         return cls(node_name=config.node_name, driver_name=config.driver_name,
                    device_profile=config.device_profile, num_devices=config.num_devices,
-                   sysfs_root=Path(config.sysfs_root), dev_root=Path(config.dev_root))
+                   sysfs_root=Path(config.sysfs_root), dev_root=Path(config.dev_root),
+                   proc_root=config.proc_root, sysfs_allow=config.sysfs_allow,
+                   sysfs_deny=config.sysfs_deny)
 
 
 class DeviceBackend(Protocol):

@@ -370,4 +370,8 @@ _PLUGIN_ENV = {
     "HEALTHCHECK_PORT",
     "METRICS_PORT",
     "SYSFS_ROOT",
+    "DEV_ROOT",
+    "PROC_ROOT",
+    "SYSFS_ALLOW",
+    "SYSFS_DENY",
 }

@@ -192,6 +192,10 @@ def test_sysfs_overlay_reads_the_host_devices(rendered, overlay, run_settings):
     # Device nodes are found under DEV_ROOT, which must be the host's /dev.
     dev_root = effective(container, "DEV_ROOT", run_settings)
     assert mounts[dev_root][1]["hostPath"]["path"] == "/dev"
+    # The host's default routes (whose NICs are not published) are read under PROC_ROOT,
+    # which must be the host's /proc: the pod's own would show the pod's network.
+    mount, volume = mounts[value(container, "PROC_ROOT")]
+    assert volume["hostPath"]["path"] == "/proc" and mount["readOnly"] is True
 
 
 @pytest.mark.parametrize("overlay", DEPLOYMENTS)

@@ -232,6 +232,12 @@ VALUE_CASES: dict[str, tuple[list[str], list[str], Observe, Any]] = {
         ["admissionPolicy.enabled=false"], [],
         lambda o: kinds(o) & {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"},
         set()),
+    "sysfs device selectors": (
+        ["devices.backend=sysfs", "devices.sysfsAllow=vendor:0x1a03"],
+        ['devices.sysfsDeny="iface:eth1, pci:0000:3b:00.0"'],
+        env_subset("SYSFS_ALLOW", "SYSFS_DENY", "PROC_ROOT"),
+        {"SYSFS_ALLOW": "vendor:0x1a03", "SYSFS_DENY": "iface:eth1, pci:0000:3b:00.0",
+         "PROC_ROOT": "/host/proc"}),
     "extra env": (
         [], ['extraEnv=[{"name":"RESCAN_INTERVAL","value":"30"}]'],
         env_subset("RESCAN_INTERVAL"), {"RESCAN_INTERVAL": "30"}),
@@ -284,6 +290,7 @@ def test_inventory_from_a_file_with_set_file(tmp_path: Path):
     ("devices.backend=gpu", "backend"),  # neither fake, sysfs nor module:Class
     ("image.pullPolicy=Sometimes", "pullPolicy"),
     ("healthcheck.port=0", "port"),
+    ("devices.sysfsDeny=eth1", "sysfsDeny"),  # a selector needs its pci:/vendor:/iface: key
 ])
 def test_values_schema_rejects_mistakes(setting, named):
     with pytest.raises(HelmError, match=named):

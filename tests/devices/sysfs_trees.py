@@ -15,11 +15,13 @@ GIB = 2**30
 
 
 class SysfsTree:
-    """A fake sysfs tree at `<base>/sys` with device nodes at `<base>/dev`."""
+    """A fake sysfs tree at `<base>/sys` with device nodes at `<base>/dev` and route
+    tables under `<base>/proc/1/net`."""
 
     def __init__(self, base: Path) -> None:
         self.sys = base / "sys"
         self.dev = base / "dev"
+        self.proc = base / "proc"
         for directory in (self.sys / "bus/pci/devices", self.sys / "class/net",
                           self.sys / "devices/virtual/net", self.dev):
             directory.mkdir(parents=True, exist_ok=True)
@@ -98,6 +100,32 @@ class SysfsTree:
         _link(self.sys / "class/net" / interface, path)
         return path
 
+    def upper(self, interface: str, *lowers: str) -> Path:
+        """A virtual interface (bond, bridge, VLAN) over `lowers`, linked as the kernel
+        links them: `lower_<name>` in the upper's directory, `upper_<name>` in each lower."""
+        path = self.nic(interface)
+        for lower in lowers:
+            lower_path = (self.sys / "class/net" / lower).resolve()
+            _link(path / f"lower_{lower}", lower_path)
+            _link(lower_path / f"upper_{interface}", path)
+        return path
+
+    def routes(self, ipv4_default: tuple[str, ...] = (), ipv6_default: tuple[str, ...] = (),
+               ) -> None:
+        """Route tables as the kernel prints them, with default routes through the given
+        interfaces next to the routes every host has (a subnet route, IPv6 link-local,
+        the unreachable ::/0 on lo) that are not default routes."""
+        net = self.proc / "1" / "net"
+        net.mkdir(parents=True, exist_ok=True)
+        ipv4 = [_IPV4_HEADER, _ipv4_row("lo", "0000007F", "000000FF", flags=0x0001)]
+        ipv4 += [_ipv4_row(name, "00000000", "00000000", flags=0x0003) for name in ipv4_default]
+        ipv4 += [_ipv4_row(name, "000200C0", "00FFFFFF", flags=0x0001) for name in ipv4_default]
+        ipv6 = [_ipv6_row("fe80" + "0" * 28, 0x40, "lo", flags=0x0001),
+                _ipv6_row("0" * 32, 0, "lo", flags=0x00200200)]
+        ipv6 += [_ipv6_row("0" * 32, 0, name, flags=0x00000003) for name in ipv6_default]
+        (net / "route").write_text("".join(f"{row}\n" for row in ipv4))
+        (net / "ipv6_route").write_text("".join(f"{row}\n" for row in ipv6))
+
     def nvidia_control_nodes(self, *names: str) -> None:
         """Device nodes such as `nvidiactl` under the fake /dev."""
         for name in names:
@@ -131,6 +159,21 @@ def nic_node(tree: SysfsTree) -> SysfsTree:
     tree.nic("br0")
     tree.nic("veth1a2b3c")
     return tree
+
+
+_IPV4_HEADER = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"
+
+
+def _ipv4_row(iface: str, destination: str, mask: str, *, flags: int) -> str:
+    gateway = "010200C0" if flags & 0x0002 else "00000000"
+    return "\t".join([iface, destination, gateway, f"{flags:04X}", "0", "0", "0", mask,
+                      "0", "0", "0"])
+
+
+def _ipv6_row(destination: str, length: int, iface: str, *, flags: int) -> str:
+    zero = "0" * 32
+    return " ".join([destination, f"{length:02x}", zero, "00", zero, "00000400", "00000001",
+                     "00000000", f"{flags:08x}", f"{iface:>8}"])
 
 
 def _mac_for(interface: str) -> str:

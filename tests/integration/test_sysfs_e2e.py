@@ -25,9 +25,9 @@ NODE_DEVICES = [
 ]
 
 
-def _start(cluster: LocalCluster, tree: SysfsTree) -> PluginProcess:
+def _start(cluster: LocalCluster, tree: SysfsTree, *extra: str) -> PluginProcess:
     return cluster.start_plugin(extra=["--device-backend", "sysfs", "--sysfs-root", str(tree.sys),
-                                "--rescan-interval", "0.5"])
+                                "--rescan-interval", "0.5", *extra])
 
 
 def _wait(predicate: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
@@ -103,6 +103,30 @@ def test_sysfs_node_is_published_rescanned_and_prepared(cluster: LocalCluster) -
     assert added["capacity"]["bandwidth"]["value"] == "100G"
     assert _attrs(added)[PCI_BUS_ID] == "0000:01:00.0"
     assert cluster.unprepare(ref) == {ref.uid: {"error": ""}}
+
+
+def test_bmc_video_and_the_uplink_nic_stay_out_of_the_slices(cluster: LocalCluster) -> None:
+    """A GPU server: the BMC's ASPEED VGA is no GPU and eth0 carries the node's traffic;
+    neither is published, nor the GPU --sysfs-deny names, and the log says why. When the
+    default route moves to eno1, eno1 leaves the slices and eth0 comes back."""
+    tree = nic_node(gpu_node(SysfsTree(cluster.workdir / "hw")))
+    tree.gpu("0000:03:00.0", vendor=0x1A03, device=0x2000, driver="ast", class_code=0x030000)
+    tree.routes(ipv4_default=("eth0",))
+    plugin = _start(cluster, tree, "--proc-root", str(tree.proc),
+                    "--sysfs-deny", "pci:86:00.0")
+
+    expected = sorted(set(NODE_DEVICES) - {"nic-eth0", "gpu-0000-86-00-0"})
+    assert sorted(cluster.published_devices()) == expected
+    [line] = [x for x in plugin.log().splitlines() if "not publishing" in x]
+    for why in ("gpu 0000:03:00.0: console display: ASPEED",
+                "gpu 0000:86:00.0: denied by --sysfs-deny pci:0000:86:00.0",
+                "nic eth0: carries the node's default route (IPv4)"):
+        assert why in line
+
+    tree.routes(ipv4_default=("eno1",))
+
+    moved = sorted({*expected, "nic-eth0"} - {"nic-eno1"})
+    _wait(lambda: sorted(cluster.published_devices()) == moved, "default route moved")
 
 
 def _same_root_claim() -> dict:
