@@ -4,8 +4,11 @@
 #
 # Both stages use the same base image: the virtual environment built in the first stage
 # links to that image's Python, so the runtime stage must have the very same one.
+# Python 3.11: the oldest Python simdra supports and the one Debian bookworm ships, so the
+# e2e (tests/e2e/images.sh), which builds this file on a Debian bookworm base of its own,
+# runs the same Python minor as this default (README "Build and push the image").
 # tests/deploy/test_image_install.py replays the build stage without Docker.
-ARG PYTHON_IMAGE=python:3.12-slim-bookworm
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 ARG VENV=/opt/simdra
 
 FROM ${PYTHON_IMAGE} AS build
@@ -13,22 +16,29 @@ ARG VENV
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-# Dependencies first, in a layer of their own that only pyproject.toml invalidates: a code
-# change rebuilds just the last layer. They come from pyproject.toml's
-# [project].dependencies only (no ad-hoc installs), listed by the image's own Python.
+# Dependencies first, in a layer of their own that only the locks invalidate: a code
+# change rebuilds just the last layer. Exactly the versions and files of
+# requirements/runtime.lock (pyproject.toml's [project].dependencies resolved by
+# hack/lock-deps.sh): every file's sha256 is checked, nothing unlisted comes in
+# (--no-deps; `pip check` fails the build if the lock misses a dependency), and only
+# wheels, so no sdist runs build code fetched unhashed. The demo's harness and its
+# dependencies (the `demo` extra) are not in it.
 # The kubernetes client (37+) also ships an asyncio copy of itself, about 70 MB, that
 # simdra never imports: it is left out of the image.
-COPY pyproject.toml ./
+COPY requirements/runtime.lock requirements/build.lock ./
 RUN python -m venv "$VENV" \
- && python -c 'import tomllib; deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]; print("\n".join(deps))' > requirements.txt \
- && "$VENV/bin/pip" install --prefer-binary --requirement requirements.txt \
+ && "$VENV/bin/pip" install --require-hashes --no-deps --only-binary=:all: --requirement runtime.lock \
+ && "$VENV/bin/pip" check \
  && rm -rf "$VENV/lib/python"*/site-packages/kubernetes/aio
-COPY README.md ./
+COPY README.md pyproject.toml ./
+# driver/testing (the harness `simdra demo` runs) is not in the build context
+# (.dockerignore), so the package installed here has none of it.
 COPY driver ./driver
-# The package itself, with no dependency resolution (all there already). pip (and the
-# setuptools some Pythons seed venvs with) go afterwards: the image never installs
-# anything.
-RUN "$VENV/bin/pip" install --no-deps . \
+# The package itself, built with the locked setuptools (hash-checked like the rest) and no
+# dependency resolution (all there already). setuptools and pip go afterwards: the image
+# never installs anything.
+RUN "$VENV/bin/pip" install --require-hashes --no-deps --only-binary=:all: --requirement build.lock \
+ && "$VENV/bin/pip" install --no-deps --no-build-isolation --no-index . \
  && "$VENV/bin/pip" uninstall --yes setuptools pip
 
 FROM ${PYTHON_IMAGE}

@@ -12,7 +12,7 @@ want=$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -e "$root[test]"
+  "$venv/bin/python" -m pip install --quiet -e "$root[demo,test]"
   echo "$want" > "$stamp"
 fi
 export PATH="$venv/bin:$PATH"

@@ -173,6 +173,47 @@ def test_bad_command_line_exits_2_through_the_console_entry_point(tmp_path: Path
         "or a .yaml, .yml or .json suffix)"]
 
 
+# `simdra demo` where the harness is not installed (the plugin image): the import system
+# then finds no driver.testing, as Python does for a module set to None in sys.modules.
+_NO_HARNESS = ("import sys; sys.modules['driver.testing'] = None; "
+               "from driver.cli import main; sys.exit(main(['demo']))")
+
+
+def test_demo_without_its_harness_names_what_to_install(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", _NO_HARNESS], capture_output=True,
+                            text=True, timeout=60, check=False, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "simdra demo: not installed: driver.testing; install simdra with its `demo` extra "
+        "from a source checkout: pip install '.[demo]' (the plugin image leaves the demo out)"]
+    assert "Published" not in result.stdout
+
+
+def test_demo_without_an_extra_dependency_names_it(capsys, monkeypatch) -> None:
+    from driver.cli import demo
+
+    monkeypatch.setattr(demo, "DEMO_DISTRIBUTIONS",
+                        (*demo.DEMO_DISTRIBUTIONS, "simdra-not-installed"))
+
+    line = _one_line(_simdra(capsys, "demo"))
+    assert line.startswith("simdra demo: not installed: simdra-not-installed; ")
+    assert "pip install '.[demo]'" in line
+
+
+def test_demo_checks_exactly_the_demo_extra_of_pyproject() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from driver.cli.demo import DEMO_DISTRIBUTIONS
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    extra = project["project"]["optional-dependencies"]["demo"]
+    assert sorted(Requirement(r).name for r in extra) == sorted(DEMO_DISTRIBUTIONS)
+
+
 def test_version_comes_from_the_package_metadata(capsys) -> None:
     from importlib.metadata import version
 

@@ -1,11 +1,24 @@
 """`simdra demo`: the end-to-end demo (API stand-in, plugin, kubelet emulator, allocator).
-The harness is imported only when the demo runs, so `simdra run` never loads it."""
+The harness is imported only when the demo runs, so `simdra run` never loads it.
+
+The harness (driver.testing) and what it needs beyond the plugin (the `demo` extra of
+pyproject.toml) are optional: the plugin image has neither. Without them the demo stops
+at once with one line saying what to install."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+from importlib import metadata
 
-from driver.cli.parser import SubParsers
+from driver.cli.parser import SubParsers, UsageError
+
+HARNESS = "driver.testing"
+# pyproject.toml [project.optional-dependencies] demo, by distribution name
+# (tests/test_cli_errors.py keeps the two equal).
+DEMO_DISTRIBUTIONS = ("kubernetes-validate", "cel-python")
+INSTALL_HINT = ("install simdra with its `demo` extra from a source checkout: "
+                "pip install '.[demo]' (the plugin image leaves the demo out)")
 
 
 def add_parser(commands: SubParsers) -> None:
@@ -15,8 +28,29 @@ def add_parser(commands: SubParsers) -> None:
     demo.set_defaults(handler=handle, command_parser=demo)
 
 
+def missing_parts() -> list[str]:
+    """What the demo needs that is not installed: the harness package, the distributions
+    of the `demo` extra."""
+    missing = [] if _has_module(HARNESS) else [HARNESS]
+    for name in DEMO_DISTRIBUTIONS:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a finder that refuses the name
+        return False
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit status."""
+    if missing := missing_parts():
+        raise UsageError(f"not installed: {', '.join(missing)}; {INSTALL_HINT}")
     from driver.testing.demo import run_demo
 
     return run_demo(keep=args.keep)

@@ -22,6 +22,9 @@ from tests.deploy.layout import HELM_CHART, HELM_VALUES, JSON, REPO
 HELM_ENV = "SIMDRA_HELM"
 BUILD_SCRIPT = REPO / "hack" / "build-helm.sh"
 RELEASE = "simdra"
+# The namespace the tests install into unless one says otherwise: the Kustomize base's,
+# so that chart and overlays render the same objects.
+RELEASE_NAMESPACE = "simdra"
 
 
 class HelmError(Exception):
@@ -71,9 +74,11 @@ def values_args(values_files: Sequence[str] = (), settings: Sequence[str] = (),
 
 
 def template(values_files: Sequence[str] = (), settings: Sequence[str] = (),
-             set_files: Sequence[str] = (), set_json: Sequence[str] = ()) -> list[JSON]:
-    """The objects `helm template` renders from the chart; HelmError if it fails."""
-    done = run_helm("template", RELEASE, str(HELM_CHART),
+             set_files: Sequence[str] = (), set_json: Sequence[str] = (),
+             namespace: str = RELEASE_NAMESPACE) -> list[JSON]:
+    """The objects `helm template --namespace namespace` renders from the chart;
+    HelmError if it fails."""
+    done = run_helm("template", RELEASE, str(HELM_CHART), "--namespace", namespace,
                     *values_args(values_files, settings, set_files, set_json))
     if done.returncode != 0:
         raise HelmError(f"helm template {' '.join(values_files)} failed: "

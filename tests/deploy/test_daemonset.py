@@ -16,11 +16,14 @@ from driver.core.quantity import parse_quantity
 from driver.kubelet.healthcheck import READINESS_SERVICE
 from tests.deploy.layout import CLAIM_STATUS_OVERLAYS, DEPLOYMENTS, JSON, REPO, env_of, one
 
+# Settings naming host directories the pod mounts whole, at the same path.
 HOST_DIRS = {
     "KUBELET_REGISTRAR_DIRECTORY_PATH": "/var/lib/kubelet/plugins_registry",
-    "KUBELET_PLUGINS_DIRECTORY_PATH": "/var/lib/kubelet/plugins",
     "CDI_ROOT": "/var/run/cdi",
 }
+KUBELET_PLUGINS_DIR = "/var/lib/kubelet/plugins"
+# Clusters commonly admit this class only in kube-system; no deployment here is there.
+NODE_CRITICAL = "system-node-critical"
 
 
 def daemonset(objects: list[JSON]) -> JSON:
@@ -90,6 +93,25 @@ def test_kubelet_and_cdi_dirs_are_host_paths_at_the_same_place(rendered, overlay
 
 
 @pytest.mark.parametrize("overlay", DEPLOYMENTS)
+def test_only_the_plugins_own_directory_of_the_kubelet_plugins_dir_is_mounted(rendered,
+                                                                             overlay):
+    container = plugin_container(rendered[overlay])
+    mounts = mounts_by_path(rendered[overlay])
+    plugins_dir = value(container, "KUBELET_PLUGINS_DIRECTORY_PATH")
+    # Where `simdra run` keeps its DRA socket and claim state (Config.data_dir).
+    own = str(PurePosixPath(plugins_dir) / value(container, "DRIVER_NAME"))
+
+    assert plugins_dir == KUBELET_PLUGINS_DIR
+    mount, volume = mounts[own]
+    assert volume["hostPath"] == {"path": own, "type": "DirectoryOrCreate"}
+    assert not mount.get("readOnly"), "the plugin writes its socket and state there"
+    # Neither the plugins directory (other drivers' sockets and state) nor a parent of it.
+    host_paths = {v["hostPath"]["path"] for _, v in mounts.values() if "hostPath" in v}
+    assert not [p for p in host_paths
+                if PurePosixPath(plugins_dir).is_relative_to(PurePosixPath(p))]
+
+
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
 def test_rolling_update_overlaps_old_and_new_pod(rendered, overlay):
     spec = daemonset(rendered[overlay])["spec"]
     pod = spec["template"]["spec"]
@@ -106,13 +128,22 @@ def test_rolling_update_overlaps_old_and_new_pod(rendered, overlay):
 
 
 @pytest.mark.parametrize("overlay", DEPLOYMENTS)
-def test_pod_runs_as_node_critical_with_its_service_account(rendered, overlay):
+def test_pod_runs_on_linux_with_its_service_account(rendered, overlay):
     objects = rendered[overlay]
     pod = daemonset(objects)["spec"]["template"]["spec"]
     account = one(objects, "ServiceAccount", pod["serviceAccountName"])
 
-    assert pod["priorityClassName"] == "system-node-critical"
+    assert pod["nodeSelector"]["kubernetes.io/os"] == "linux"
     assert account["metadata"]["namespace"] == daemonset(objects)["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
+def test_node_critical_priority_only_in_kube_system(rendered, overlay):
+    daemon = daemonset(rendered[overlay])
+    namespace = daemon["metadata"]["namespace"]
+
+    assert namespace != "kube-system"
+    assert daemon["spec"]["template"]["spec"].get("priorityClassName") != NODE_CRITICAL
 
 
 @pytest.mark.parametrize("overlay", DEPLOYMENTS)

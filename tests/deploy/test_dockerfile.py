@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 import tomllib
 
 import pytest
@@ -52,12 +51,23 @@ def test_runtime_stage_takes_the_venv_the_build_stage_made(dockerfile):
     assert len(dockerfile.stages) == 2
     # The venv links to the base image's Python: both stages need the same image.
     assert final.base_image == build.base_image
-    assert "slim" in build.base_image
     assert copy.flags == {"from": "build"}
     assert expand(copy.arguments, final.variables).split() == [venv, venv]
     assert final.variables["PATH"].startswith(f"{venv}/bin:")
     assert exec_form(final.all("ENTRYPOINT")[0]) == ["simdra", "run"]
     assert not final.all("RUN"), "the runtime stage installs nothing"
+
+
+def test_default_base_runs_the_python_of_the_e2e_base(dockerfile):
+    # tests/e2e/images.sh builds this Dockerfile on Debian bookworm's own python3 (3.11):
+    # the default base is the official slim image of that Debian release and Python minor.
+    base = dockerfile.stage("build").base_image
+    images_sh = (REPO / "tests/e2e/images.sh").read_text()
+
+    assert base == "python:3.11-slim-bookworm"
+    assert "suite=bookworm" in images_sh and "--build-arg PYTHON_IMAGE=" in images_sh
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11"
 
 
 def pip_installs(stage) -> list[list[str]]:
@@ -66,39 +76,35 @@ def pip_installs(stage) -> list[list[str]]:
             for step in run.arguments.split("&&") if " install " in step]
 
 
-def requirements_step(stage) -> str:
-    (step,) = [step for run in stage.all("RUN") for step in run.arguments.split("&&")
-               if "> requirements.txt" in step]
-    return step
+def test_every_install_is_a_hash_checked_lock_or_the_package_alone(dockerfile):
+    runtime, build_deps, package = pip_installs(dockerfile.stage("build"))
 
-
-def test_dependencies_come_only_from_the_project_metadata(dockerfile, tmp_path):
-    build = dockerfile.stage("build")
-    deps, package = pip_installs(build)
-
-    # First the dependencies, from the requirements the image writes; then the package
-    # alone. No other install.
-    assert deps[deps.index("install") + 1:][-2:] == ["--requirement", "requirements.txt"]
+    # The dependencies, then the build backend: each exactly its lock, every file's hash
+    # checked, nothing resolved beyond it, wheels only (no build code run unhashed).
+    for install, lock in ((runtime, "runtime.lock"), (build_deps, "build.lock")):
+        assert install[-2:] == ["--requirement", lock]
+        assert {"--require-hashes", "--no-deps", "--only-binary=:all:"} <= set(install)
+    # Then simdra itself: no index, no dependency resolution, no isolated build env
+    # (which would fetch setuptools unhashed).
     assert [w for w in package[package.index("install") + 1:] if not w.startswith("-")] == ["."]
-    assert "--no-deps" in package
-    # The requirements written are exactly pyproject.toml's dependencies.
-    (tmp_path / "pyproject.toml").write_bytes((REPO / "pyproject.toml").read_bytes())
-    subprocess.run(["/bin/sh", "-c", requirements_step(build).strip()], cwd=tmp_path,
-                   check=True, timeout=60)
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert (tmp_path / "requirements.txt").read_text().splitlines() == project["dependencies"]
-    assert build.variables.get("PIP_NO_CACHE_DIR") == "1"
+    assert {"--no-deps", "--no-index", "--no-build-isolation"} <= set(package)
+    assert dockerfile.stage("build").variables.get("PIP_NO_CACHE_DIR") == "1"
+    # A lock that misses a dependency fails the build instead of a plugin start.
+    steps = [shlex.split(step) for run in dockerfile.stage("build").all("RUN")
+             for step in run.arguments.split("&&")]
+    assert any(words[0].endswith("/pip") and words[1:] == ["check"] for words in steps)
 
 
 def test_dependency_layer_is_built_before_the_code_is_copied(dockerfile):
     instructions = dockerfile.stage("build").instructions
     first_install = next(i for i, ins in enumerate(instructions)
-                         if ins.keyword == "RUN" and "requirements.txt" in ins.arguments)
+                         if ins.keyword == "RUN" and "runtime.lock" in ins.arguments)
     copied_before = [word for ins in instructions[:first_install] if ins.keyword == "COPY"
                      for word in ins.arguments.split()[:-1]]
 
-    # A code change (driver/, README.md) leaves the cached dependency layer valid.
-    assert copied_before == ["pyproject.toml"]
+    # A code change (driver/, README.md, pyproject.toml) leaves the cached dependency
+    # layer valid: only the locks come before it.
+    assert copied_before == ["requirements/runtime.lock", "requirements/build.lock"]
 
 
 def test_build_stage_can_be_replayed_without_docker(dockerfile):
@@ -123,12 +129,17 @@ def test_build_context_holds_the_package_and_nothing_local(dockerfile, ignore_ru
     sources = copy_sources(dockerfile.stage("build"))
     files = context_files(REPO, sources, ignore_rules)
 
-    assert sorted(sources) == ["README.md", "driver", "pyproject.toml"]
+    assert sorted(sources) == ["README.md", "driver", "pyproject.toml",
+                               "requirements/build.lock", "requirements/runtime.lock"]
     assert {"pyproject.toml", "README.md", "driver/cli/run.py"} <= set(files)
+    # The demo's harness stays out of the plugin image.
+    assert not [f for f in files if f.startswith("driver/testing/")]
+    assert "driver/cli/demo.py" in files
     assert any(f.startswith("driver/kubelet/gen/") for f in files), "generated gRPC code"
     assert not [f for f in files if "__pycache__" in f or re.search(r"\.py[co]$", f)]
     for local in (".git/HEAD", ".venv/bin/python", "tests/deploy/conftest.py",
-                  "deploy/base/daemonset.yaml", "bench/x.py"):
+                  "deploy/base/daemonset.yaml", "bench/x.py", "driver/testing/demo.py",
+                  "driver/testing/apiserver/schema.py", "requirements/other.txt"):
         assert is_ignored(local, ignore_rules), local
 
 

@@ -50,9 +50,16 @@ def normalized(objects: list[JSON]) -> dict[ObjectKey, JSON]:
     return {key: _sorted_lists(obj) for key, obj in by_key(objects).items()}
 
 
+def without_namespace_object(objects: list[JSON]) -> list[JSON]:
+    """An overlay's objects but its Namespace: Kustomize creates one, while the chart
+    installs into the release namespace, which helm or its user creates."""
+    return [obj for obj in objects if obj["kind"] != "Namespace"]
+
+
 def differences(chart: list[JSON], overlay: list[JSON]) -> list[str]:
-    """One line per object that is missing, extra, or different."""
-    ours, theirs = normalized(chart), normalized(overlay)
+    """One line per object that is missing, extra, or different (the overlay's Namespace
+    aside: see without_namespace_object)."""
+    ours, theirs = normalized(chart), normalized(without_namespace_object(overlay))
     lines = [f"only in the chart: {key}" for key in ours.keys() - theirs.keys()]
     lines += [f"only in the overlay: {key}" for key in theirs.keys() - ours.keys()]
     for key in ours.keys() & theirs.keys():
@@ -99,6 +106,9 @@ def test_chart_renders_exactly_the_objects_of_its_overlay(rendered, name):
     overlay = HELM_RENDERINGS[name][1]
 
     assert differences(rendered[name], rendered[overlay]) == []
+    # The chart owns no namespace: the release's is helm's (or its user's) to create.
+    assert "Namespace" not in kinds(rendered[name])
+    assert "Namespace" in kinds(rendered[overlay])
 
 
 def test_fake_inventory_values_carry_the_overlays_inventory_file_unchanged(rendered):
@@ -134,7 +144,8 @@ def test_local_image_values_change_only_the_image(rendered):
 def check_namespace(objects: list[JSON]) -> None:
     namespaced = [o for o in objects if "namespace" in o["metadata"]]
     assert {o["metadata"]["namespace"] for o in namespaced} == {"dra-system"}
-    assert one(objects, "Namespace")["metadata"]["name"] == "dra-system"
+    assert {o["kind"] for o in namespaced} >= {"DaemonSet", "ServiceAccount"}
+    assert "Namespace" not in kinds(objects)
     for binding in of_kind(objects, "ClusterRoleBinding"):
         assert binding["subjects"][0]["namespace"] == "dra-system"
     (condition,) = one(objects, "ValidatingAdmissionPolicy")["spec"]["matchConditions"]
@@ -198,8 +209,6 @@ VALUE_CASES: dict[str, tuple[list[str], list[str], Observe, Any]] = {
          "image.pullPolicy=Always"], [],
         lambda o: (plugin_container(o)["image"], plugin_container(o)["imagePullPolicy"]),
         ("registry.example.com/simdra:0.1.0", "Always")),
-    "bring your own namespace": (
-        ["namespace.create=false"], [], lambda o: "Namespace" in kinds(o), False),
     "built-in profiles": (
         ["devices.profile=gpu-shared", "devices.count=2"], [],
         env_subset("DEVICE_PROFILE", "NUM_DEVICES"),
@@ -217,9 +226,14 @@ VALUE_CASES: dict[str, tuple[list[str], list[str], Observe, Any]] = {
     "tolerate every taint": (
         [], ['tolerations=[{"operator":"Exists"}]'], lambda o: plugin_pod(o)["tolerations"],
         [{"operator": "Exists"}]),
+    # Keys given join the default Linux selector; null removes it.
     "node selector": (
         [], ['nodeSelector={"example.com/gpu":"true"}'],
-        lambda o: plugin_pod(o)["nodeSelector"], {"example.com/gpu": "true"}),
+        lambda o: plugin_pod(o)["nodeSelector"],
+        {"kubernetes.io/os": "linux", "example.com/gpu": "true"}),
+    "no os selector": (
+        [], ['nodeSelector={"kubernetes.io/os":null}'],
+        lambda o: plugin_pod(o).get("nodeSelector"), None),
     "affinity": (
         [], [f"affinity={json.dumps(CUSTOM_AFFINITY)}"], lambda o: plugin_pod(o)["affinity"],
         CUSTOM_AFFINITY),
@@ -256,7 +270,6 @@ def test_each_value_changes_what_it_says(case):
 
 # (--set values, a check of everything that value touches)
 CHECKED_CASES: dict[str, tuple[list[str], Callable[[list[JSON]], None]]] = {
-    "namespace": (["namespace.name=dra-system"], check_namespace),
     "custom backend": (["devices.backend=mypackage.devices:MyBackend"], check_custom_backend),
     "health port": (["healthcheck.port=6000"], check_health_port),
     "metrics off": (["metrics.enabled=false"], check_metrics_off),
@@ -272,6 +285,34 @@ def test_each_setting_is_followed_everywhere_it_matters(case):
     check(objects)
     for version in K8S_VERSIONS:
         assert schema_errors(objects, version) == []
+
+
+def test_objects_go_into_the_release_namespace():
+    objects = template(namespace="dra-system")
+
+    check_namespace(objects)
+    for version in K8S_VERSIONS:
+        assert schema_errors(objects, version) == []
+
+
+# (release namespace, --set values) -> the pod's priorityClassName (None: none)
+PRIORITY_CASES = {
+    # Clusters commonly admit system-node-critical only in kube-system.
+    "elsewhere: none": ("simdra", [], None),
+    "kube-system: node-critical": ("kube-system", [], "system-node-critical"),
+    "a class given is used anywhere": (
+        "simdra", ["priorityClassName=system-node-critical"], "system-node-critical"),
+    "a class of your own in kube-system": (
+        "kube-system", ["priorityClassName=simdra-critical"], "simdra-critical"),
+}
+
+
+@pytest.mark.parametrize("case", PRIORITY_CASES)
+def test_node_critical_priority_only_where_it_is_admitted(case):
+    namespace, settings, expected = PRIORITY_CASES[case]
+
+    assert plugin_pod(template(settings=settings, namespace=namespace)).get(
+        "priorityClassName") == expected
 
 
 def test_inventory_from_a_file_with_set_file(tmp_path: Path):
@@ -291,6 +332,8 @@ def test_inventory_from_a_file_with_set_file(tmp_path: Path):
     ("image.pullPolicy=Sometimes", "pullPolicy"),
     ("healthcheck.port=0", "port"),
     ("devices.sysfsDeny=eth1", "sysfsDeny"),  # a selector needs its pci:/vendor:/iface: key
+    # The chart no longer owns a namespace: the release namespace replaced the value.
+    ("namespace.name=simdra", "namespace"),
 ])
 def test_values_schema_rejects_mistakes(setting, named):
     with pytest.raises(HelmError, match=named):

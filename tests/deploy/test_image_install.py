@@ -1,9 +1,9 @@
 """Replays the Dockerfile's build stage without Docker: the COPY'd build context (after
 .dockerignore) in a scratch root, then its RUN lines, then the installed `simdra`.
 
-This catches what only a real image build would: files the image lacks, broken
-dependency pins, a console script that does not start, a `simdra demo` that needs a
-package only the test extra installs. It installs the dependencies (tens of seconds to
+This catches what only a real image build would: files the image lacks, a lock that
+misses a dependency or a hash, a console script that does not start, test code that
+reached the image. It installs the dependencies (tens of seconds to
 minutes), so it is an `e2e` test: the test command leaves it out, `pytest -m e2e` runs
 it (the e2e job, which builds the real image anyway).
 """
@@ -65,7 +65,14 @@ def test_image_build_stage_installs_a_working_simdra(tmp_path):
     # Left out to keep the image small; simdra uses the synchronous client only.
     assert not list(venv.glob("lib/python*/site-packages/kubernetes/aio"))
     assert list(venv.glob("lib/python*/site-packages/kubernetes/client"))
-    # The demo is what a new user runs first, in the image as from a plain `pip install .`.
+    # No test code in the image: neither the demo's harness nor its dependencies; the
+    # demo says so in one line.
+    site = next(venv.glob("lib/python*/site-packages"))
+    assert not (site / "driver" / "testing").exists()
+    assert not list(site.glob("celpy")) and not list(site.glob("kubernetes_validate"))
     demo = run(str(venv / "bin" / "simdra"), "demo")
-    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
-    assert "CDI spec files left: none" in demo.stdout
+    assert demo.returncode == 2, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert demo.stderr.strip().splitlines() == [
+        "simdra demo: not installed: driver.testing, kubernetes-validate, cel-python; "
+        "install simdra with its `demo` extra from a source checkout: pip install '.[demo]' "
+        "(the plugin image leaves the demo out)"]

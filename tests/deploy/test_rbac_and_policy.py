@@ -11,6 +11,7 @@ from tests.deploy.layout import (
     CLAIM_STATUS_ROLE,
     DEPLOYMENTS,
     JSON,
+    K8S_VERSIONS,
     PLUGIN_ROLE,
     env_of,
     of_kind,
@@ -26,14 +27,36 @@ BASE_PERMISSIONS = {
     ("resource.k8s.io", "resourceclaims", "get", ""),
     ("", "nodes", "get", ""),
 }
-# What claim status reporting (CLAIM_STATUS=true) adds: writing status.devices.
-CLAIM_STATUS_PERMISSIONS = {
-    ("resource.k8s.io", "resourceclaims/status", "update", ""),
-    ("resource.k8s.io", "resourceclaims/status", "patch", ""),
-    ("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "dra.example.com"),
-    ("resource.k8s.io", "resourceclaims/driver", "associated-node:patch", "dra.example.com"),
-}
+DRIVER = "dra.example.com"
+# The release that checks status.devices writes against resourceclaims/driver too
+# (DRAResourceClaimGranularStatusAuthorization, on by default; docs/api-facts.md 5.3).
+GRANULAR_STATUS_RELEASE = (1, 36)
 CLAIM_RESOURCES = {"resourceclaims/status", "resourceclaims/driver"}
+
+
+def checks_driver(version: str) -> bool:
+    """Whether Kubernetes `version` checks status.devices writes per driver and node."""
+    return tuple(int(p) for p in version.split(".")[:2]) >= GRANULAR_STATUS_RELEASE
+
+
+def status_write_needs(version: str, verb: str, driver: str = DRIVER,
+                       node: str = "associated") -> set[Permission]:
+    """What the API server checks for a `verb` request (update or patch) that changes
+    `driver`'s entries of status.devices, by a plugin on the claim's node ("associated")
+    or on another ("arbitrary"), at Kubernetes `version`: all of it must be granted."""
+    needs = {("resource.k8s.io", "resourceclaims/status", verb, "")}
+    if checks_driver(version):
+        needs.add(("resource.k8s.io", "resourceclaims/driver", f"{node}-node:{verb}", driver))
+    return needs
+
+
+def allowed(granted: set[Permission], needs: set[Permission]) -> bool:
+    return needs <= granted
+
+
+# What claim status reporting (CLAIM_STATUS=true) adds: what its writes (merge patches,
+# simdra never sends an update) need at some supported release, and nothing else.
+CLAIM_STATUS_PERMISSIONS = set().union(*(status_write_needs(v, "patch") for v in K8S_VERSIONS))
 
 
 def permissions(role: JSON) -> set[Permission]:
@@ -89,8 +112,36 @@ def test_base_role_grants_exactly_what_the_plugin_uses_by_default(base):
 def test_claim_status_role_grants_exactly_the_status_writes(with_claim_status):
     role = one(with_claim_status, "ClusterRole", CLAIM_STATUS_ROLE)
 
+    assert permissions(role) == {
+        ("resource.k8s.io", "resourceclaims/status", "patch", ""),
+        ("resource.k8s.io", "resourceclaims/driver", "associated-node:patch", DRIVER),
+    }
     assert permissions(role) == CLAIM_STATUS_PERMISSIONS
     assert not any("nonResourceURLs" in rule for rule in role["rules"])
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("overlay", CLAIM_STATUS_OVERLAYS)
+def test_status_writes_are_patches_of_our_entries_on_our_node_at_every_release(
+        rendered, overlay, version):
+    granted = plugin_permissions(rendered[overlay])
+
+    assert allowed(granted, status_write_needs(version, "patch"))
+    # Not a whole-status update, which could also rewrite the allocation.
+    assert not allowed(granted, status_write_needs(version, "update"))
+    if checks_driver(version):
+        # Nor, where the release can tell, another driver's entries or another node's claims.
+        assert not allowed(granted, status_write_needs(version, "patch", "other.example.com"))
+        assert not allowed(granted, status_write_needs(version, "patch", node="arbitrary"))
+
+
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
+def test_without_the_component_no_status_write_is_allowed_at_any_release(rendered, overlay):
+    granted = plugin_permissions(rendered[overlay])
+    expected = overlay in CLAIM_STATUS_OVERLAYS
+
+    assert [allowed(granted, status_write_needs(v, "patch")) for v in K8S_VERSIONS] == [
+        expected] * len(K8S_VERSIONS)
 
 
 @pytest.mark.parametrize("overlay", DEPLOYMENTS)

@@ -19,7 +19,8 @@ from tests.deploy.test_kind_config import kind_config
 SECTION = "## Deploy to a cluster"
 # Run by the e2e (tests/e2e, a real cluster) or by hand; here only their paths are checked.
 NEEDS_A_CLUSTER = ("docker build", "docker push", "docker run", "helm uninstall",
-                   "kubectl delete resourceslices")
+                   "kubectl delete resourceslices", "kubectl create namespace",
+                   "kubectl label namespace", "kubectl delete namespace")
 _FENCE = re.compile(r"```sh\n(.*?)```", re.DOTALL)
 
 

@@ -38,8 +38,9 @@ PLUGIN_NAMESPACE = "simdra"
 DRIVER = "dra.example.com"
 NODE_LABEL = "simdra.e2e/real-node"
 CDI_ROOT = Path("/var/run/cdi")
-PLUGINS_DIR = Path("/var/lib/kubelet/plugins")  # deploy/base hostPath
-DATA_DIR = f"{PLUGINS_DIR}/{DRIVER}"  # the plugin's state, as seen inside its pod
+PLUGINS_DIR = Path("/var/lib/kubelet/plugins")  # KUBELET_PLUGINS_DIRECTORY_PATH
+# The plugin's state: deploy/base mounts this one directory (hostPath) at the same path.
+DATA_DIR = f"{PLUGINS_DIR}/{DRIVER}"
 JSON = dict[str, Any]
 
 

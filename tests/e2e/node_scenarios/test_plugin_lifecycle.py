@@ -89,9 +89,14 @@ def test_node_helm_install_serves_the_node(kube: Kube, plugin: PluginDeployment)
          120, kube.node.kubelet_log)
     name, _, tag = realnode.SIMDRA_IMAGE.rpartition(":")
     kubeconfig = str(plugin.cp.kubeconfig)
+    namespace = realnode.PLUGIN_NAMESPACE
+    # The chart installs into the release namespace, made first as the README says.
+    plugin.cp.kubectl("create", "namespace", namespace)
+    plugin.cp.kubectl("label", "namespace", namespace,
+                      "pod-security.kubernetes.io/enforce=privileged")
     try:
         _helm("install", "simdra", str(realnode.REPO / "deploy/helm/simdra"),
-              "--kubeconfig", kubeconfig,
+              "--kubeconfig", kubeconfig, "--namespace", namespace,
               "-f", str(realnode.REPO / "deploy/helm/values/local-image.yaml"),
               "--set", f"image.repository={name}", "--set", f"image.tag={tag}",
               "--set", "deviceClasses.enabled=false",
@@ -105,9 +110,11 @@ def test_node_helm_install_serves_the_node(kube: Kube, plugin: PluginDeployment)
         [unit] = unit_env(kube.env("helm-gpu-pod")).values()
         assert unit["NAME"] == result["device"]
     finally:
-        _helm("uninstall", "simdra", "--kubeconfig", kubeconfig, "--wait", "--timeout", "2m")
+        _helm("uninstall", "simdra", "--kubeconfig", kubeconfig, "--namespace", namespace,
+              "--wait", "--timeout", "2m")
         wait("helm release's plugin pods gone", lambda: not plugin.pods(), 120,
              kube.node.kubelet_log, plugin.describe)
+        plugin.cp.kubectl("delete", "namespace", namespace, "--wait=false")
         wait("namespace simdra gone after helm uninstall",
              lambda: realnode.PLUGIN_NAMESPACE not in {n.metadata.name for n in
                                                        core.list_namespace().items},

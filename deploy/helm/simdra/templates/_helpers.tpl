@@ -9,8 +9,25 @@ app.kubernetes.io/name: simdra
 app.kubernetes.io/component: kubelet-plugin
 {{- end }}
 
+{{/* Every namespaced object goes into the release namespace. */}}
 {{- define "simdra.namespace" -}}
-{{ .Values.namespace.name }}
+{{ .Release.Namespace }}
+{{- end }}
+
+{{/* priorityClassName: the value, else system-node-critical only in kube-system (where
+clusters admit it by default), else none. */}}
+{{- define "simdra.priorityClassName" -}}
+{{- if .Values.priorityClassName -}}
+{{ .Values.priorityClassName }}
+{{- else if eq .Release.Namespace "kube-system" -}}
+system-node-critical
+{{- end }}
+{{- end }}
+
+{{/* The plugin's own directory under the kubelet's plugins directory (DRA socket, claim
+state): the only part of it the pod mounts. */}}
+{{- define "simdra.pluginsDir" -}}
+/var/lib/kubelet/plugins
 {{- end }}
 
 {{/* The plugin's ServiceAccount; the admission policy and the bindings name it. */}}
