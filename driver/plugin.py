@@ -34,11 +34,10 @@ from driver.kubelet.healthcheck import start_healthcheck_server
 from driver.kubelet.serialize import CallSerializer
 from driver.kubelet.sockets import dra_socket_path, registration_socket_path
 from driver.observability.logs import configure_logging
-from driver.observability.metrics import InstrumentedPreparer, PluginMetrics
-from driver.observability.server import start_metrics_server
-from driver.observability.state import StateCollector
 
 if TYPE_CHECKING:
+    from driver.claims.types import ClaimPreparer
+    from driver.observability.metrics import PluginMetrics
     from driver.slices.publisher import Publisher
     from driver.slices.stats import PublisherStats
 
@@ -85,7 +84,13 @@ class Plugin:
         self._stopping = False
         self._stops: list[Callable[[], None]] = []
         self._status: BackgroundStatusWriter | None = None
-        self.metrics = PluginMetrics()
+        # Only with --metrics-port: prometheus_client is imported (a tenth of a second
+        # at start) and every call timed only for someone who reads the figures.
+        self.metrics: PluginMetrics | None = None
+        if config.metrics_port >= 0:
+            from driver.observability.metrics import PluginMetrics
+
+            self.metrics = PluginMetrics()
         self.metrics_port: int | None = None
         self.healthcheck_port: int | None = None
 
@@ -202,13 +207,21 @@ class Plugin:
             dra_socket_path(str(cfg.data_dir), cfg.pod_uid or ""),
             registration_socket_path(str(cfg.registrar_dir), cfg.driver_name,
                                      cfg.pod_uid or ""),
-            InstrumentedPreparer(self.preparer, self.metrics),
+            self._served_preparer(),
             health=self._board,
             serialize=False,  # the preparer serializes, after reading the claims
         )
         self._stops.append(kubelet.stop)
         self._kubelet = kubelet
         self._sockets = [kubelet.dra_socket, kubelet.registration_socket]
+
+    def _served_preparer(self) -> ClaimPreparer:
+        """The preparer the DRA socket calls: timed and counted when metrics are on."""
+        if self.metrics is None:
+            return self.preparer
+        from driver.observability.metrics import InstrumentedPreparer
+
+        return InstrumentedPreparer(self.preparer, self.metrics)
 
     def ready(self) -> bool:
         """Ready (the readinessProbe's `readiness` service): the kubelet's latest report
@@ -226,7 +239,10 @@ class Plugin:
             self._stops.append(health.stop)
             self.healthcheck_port = health.port
             log.info("gRPC health service on port %d", health.port)
-        if cfg.metrics_port >= 0:
+        if self.metrics is not None:
+            from driver.observability.server import start_metrics_server
+            from driver.observability.state import StateCollector
+
             self.metrics.registry.register(StateCollector(
                 prepared=self.preparer.prepared, corrupt_records=self.preparer.corrupt_records,
                 inventory=lambda: self.inventory, publisher_stats=self._publisher_stats,
@@ -267,7 +283,7 @@ def run_plugin(config: Config) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    api = ApiClientLoader(config.kubeconfig)
+    api = ApiClientLoader(config.kubeconfig, on_error=stop.set)
     try:
         plugin = Plugin(config, api, make_backend(config))
         plugin.start()
@@ -283,11 +299,13 @@ def run_plugin(config: Config) -> int:
 
 
 def _serve_until_stopped(stop: threading.Event, api: ApiClientLoader) -> int:
-    while not stop.wait(1.0):  # a timed wait keeps signal handling prompt
-        error = api.error()
-        if isinstance(error, ClusterConfigError):
-            raise error
-        if error is not None:
-            log.error("cannot build the Kubernetes API client: %s", error)
-            return 1
+    # No timed wait: nothing runs here until a signal or a failed client load sets
+    # `stop` (an untimed wait on the main thread still runs signal handlers at once).
+    stop.wait()
+    error = api.error()
+    if isinstance(error, ClusterConfigError):
+        raise error
+    if error is not None:
+        log.error("cannot build the Kubernetes API client: %s", error)
+        return 1
     return 0

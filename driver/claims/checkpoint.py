@@ -33,7 +33,7 @@ from driver.atomicfile import (
 from driver.claims.cdi import CdiError, cdi_kind, spec_file_name
 from driver.claims.plan import PreparedClaim
 from driver.claims.record import RecordError, from_payload, to_payload
-from driver.core.textlimits import JsonLimitError, clip, load_json, one_line, value_depth
+from driver.core.textlimits import JsonLimitError, clip, json_depth, load_json, one_line
 
 FORMAT_VERSION = 1
 RECORD_KIND = "simdra.ClaimRecord"
@@ -228,8 +228,9 @@ def encode_record(claim: PreparedClaim) -> bytes:
     # than encoded a second time.
     data = (f'{{"checksum":{json.dumps(checksum)},"kind":{json.dumps(RECORD_KIND)},'
             f'"payload":{canonical},"version":{FORMAT_VERSION}}}\n').encode()
-    # Refused here, so that no record is written that reading would refuse.
-    depth = 1 + value_depth(payload, MAX_RECORD_DEPTH)
+    # Refused here, so that no record is written that reading would refuse. The depth
+    # comes from the text (a regex pass in C), not from walking the payload in Python.
+    depth = json_depth(data)
     if len(data) > MAX_RECORD_BYTES or depth > MAX_RECORD_DEPTH:
         raise ValueError(
             f"the checkpoint record of claim {claim.claim.uid} would be {len(data)} bytes "
