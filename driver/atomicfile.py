@@ -10,6 +10,7 @@ value can never name a path outside the directory it is meant for.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -276,4 +277,12 @@ def check_safe_name(name: str) -> str:
 
 def safe_child(directory: str | os.PathLike[str], name: str) -> Path:
     """`directory / name`, only if `name` (built from API data) is one safe component."""
+    return _child(directory, name)
+
+
+# A call asks for the same few paths several times (the record's, the CDI spec's), and
+# building a Path is slow; paths are immutable, so the recent ones are kept (a refused
+# name raises and is not kept).
+@functools.lru_cache(maxsize=256)
+def _child(directory: str | os.PathLike[str], name: str) -> Path:
     return Path(directory) / check_safe_name(name)
