@@ -277,12 +277,12 @@ def check_safe_name(name: str) -> str:
 
 def safe_child(directory: str | os.PathLike[str], name: str) -> Path:
     """`directory / name`, only if `name` (built from API data) is one safe component."""
-    return _child(directory, name)
+    return _child(directory if isinstance(directory, str | Path) else Path(directory), name)
 
 
 # A call asks for the same few paths several times (the record's, the CDI spec's), and
 # building a Path is slow; paths are immutable, so the recent ones are kept (a refused
 # name raises and is not kept).
 @functools.lru_cache(maxsize=256)
-def _child(directory: str | os.PathLike[str], name: str) -> Path:
+def _child(directory: str | Path, name: str) -> Path:
     return Path(directory) / check_safe_name(name)
