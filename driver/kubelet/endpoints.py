@@ -61,16 +61,7 @@ class KubeletPlugin:
         self.dra_socket = os.path.abspath(dra_socket)
 
         def register(server: grpc.Server) -> None:
-            self._services += add_dra_services(server, preparer, serializer)
-            if health is not None:
-                names, self._health_servicers = add_health_services(server, health)
-                self._services += names
-            # Computed from what is actually served, in preference order (v1 first).
-            self.supported_versions = tuple(advertised_name(s) for s in self._services)
-            self.registration = RegistrationServicer(
-                driver_name, self.dra_socket, self.supported_versions
-            )
-            regpb_grpc.add_RegistrationServicer_to_server(self.registration, server)
+            self._register(server, preparer, serializer, health)
 
         # One server for both sockets (one polling thread instead of two); the DRA socket
         # answers before the registration socket shows (see the module docstring).
@@ -83,6 +74,21 @@ class KubeletPlugin:
             driver_name, self.dra_socket, self.registration_socket,
             ", ".join(self.supported_versions),
         )
+
+    def _register(self, server: grpc.Server, preparer: ClaimPreparer,
+                  serializer: contextlib.AbstractContextManager[Any] | None,
+                  health: HealthSource | None) -> None:
+        """Every service on the one server: DRA, health, and registration."""
+        self._services += add_dra_services(server, preparer, serializer)
+        if health is not None:
+            names, self._health_servicers = add_health_services(server, health)
+            self._services += names
+        # Computed from what is actually served, in preference order (v1 first).
+        self.supported_versions = tuple(advertised_name(s) for s in self._services)
+        self.registration = RegistrationServicer(
+            self.driver_name, self.dra_socket, self.supported_versions
+        )
+        regpb_grpc.add_RegistrationServicer_to_server(self.registration, server)
 
     @property
     def registration_status(self) -> RegistrationStatus:
