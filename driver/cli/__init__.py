@@ -6,26 +6,30 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from driver.cli import demo, fault, run, usage
 from driver.cli.parser import OneLineParser, UsageError
 
 __all__ = ["console_main", "main"]
 
+# The sub-commands, in the order `simdra --help` lists them: each a module here with an
+# `add_parser`.
+COMMANDS = ("run", "fault", "usage", "demo")
 DESCRIPTION = ("simdra, a Kubernetes DRA kubelet plugin: simulated or sysfs devices, shared "
                "capacity, CDI specs, state that survives crashes.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `simdra` console script; returns the exit status."""
-    parser = _parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(words[0] if words and words[0] in COMMANDS else None)
     try:
-        args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+        args, extra = parser.parse_known_args(words)
         if extra:  # named by the sub-command whose line it is, not by `simdra`
             getattr(args, "command_parser", parser).error(
                 f"unrecognized arguments: {' '.join(extra)}")
@@ -55,13 +59,15 @@ def console_main() -> NoReturn:
     os._exit(code)
 
 
-def _parser() -> OneLineParser:
+def _parser(only: str | None = None) -> OneLineParser:
+    """The command line parser; with `only`, of that sub-command alone: the modules of
+    the others are not imported (`simdra run` serves the kubelet sooner)."""
     parser = OneLineParser(prog="simdra", description=DESCRIPTION)
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND",
                                      parser_class=OneLineParser)
-    for command in (run, fault, usage, demo):
-        command.add_parser(commands)
+    for name in (only,) if only else COMMANDS:
+        importlib.import_module(f"driver.cli.{name}").add_parser(commands)
     return parser
 
 
