@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import random
 import re
-import secrets
 import stat
 import threading
 import time
@@ -166,7 +166,8 @@ class StagedWrite:
 def _create_temp(target: Path) -> tuple[int, str]:
     """A new, empty temp file next to `target`, named as `temp_target` recognizes."""
     for _ in range(_TEMP_ATTEMPTS):
-        name = f"{temp_prefix(target.name)}{secrets.token_hex(6)}{TEMP_SUFFIX}"
+        # Unique, not secret (O_EXCL settles a clash): `random`, not a system call per name.
+        name = f"{temp_prefix(target.name)}{random.getrandbits(48):012x}{TEMP_SUFFIX}"
         path = os.path.join(target.parent, name)
         try:
             return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), path
