@@ -162,7 +162,7 @@ def encode_spec(spec: Mapping[str, Any]) -> bytes:
     """The exact bytes of a spec file. Keys are sorted so the bytes depend only on the
     content, not on dict order: a spec read back from a checkpoint encodes the same.
     Compact, as the Go CDI library writes it: with `indent` the json module falls back
-    to its pure-Python encoder, a sixth of a prepare's CPU (a spec written by an older
+    to its pure-Python encoder (57 against 9 us for a two-device spec; a spec written by an older
     version in the indented form is rewritten once, at start-up)."""
     return (json.dumps(spec, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
