@@ -4,8 +4,9 @@ Floor (none of this project's code): a Python process that imports grpc, serves 
 unary method on a unix socket and is called once: exec to the first answer.
 
 Against it, `simdra run` with fake devices (API stand-in over HTTP): exec to the
-registration socket answering GetInfo (when the kubelet can register the plugin), and
-exec to the node's pool completely published.
+registration socket answering GetInfo (when the kubelet can register the plugin; issue
+23's target: at most twice the floor's), exec to the node's pool completely published,
+and SIGTERM to exit once it is (with the floor server's SIGTERM to exit).
 
     python bench/startup_bench.py [--runs 7] [--devices 8]
 """
@@ -69,8 +70,17 @@ def _answers(path: Path, call: Callable[[grpc.Channel], object]) -> bool:
         channel.close()
 
 
-def floor_once(workdir: Path) -> float:
-    """Exec of a minimal gRPC server to its first answer on a unix socket."""
+def _terminate(process: subprocess.Popen[bytes]) -> float:
+    """SIGTERM, and the seconds until the process has exited."""
+    start = time.monotonic()
+    process.terminate()
+    process.wait()
+    return time.monotonic() - start
+
+
+def floor_once(workdir: Path) -> tuple[float, float]:
+    """Exec of a minimal gRPC server to its first answer on a unix socket, and its
+    SIGTERM to exit."""
     socket = workdir / "floor.sock"
     socket.unlink(missing_ok=True)
     start = time.monotonic()
@@ -80,15 +90,16 @@ def floor_once(workdir: Path) -> float:
             method = channel.unary_unary("/floor.Floor/Empty")
             return method(b"", timeout=0.5)
         _until(lambda: _answers(socket, call))
-        return time.monotonic() - start
+        return time.monotonic() - start, _terminate(process)
     finally:
         process.kill()
         process.wait()
 
 
 def plugin_once(api: APIServer, kubeconfig: Path, workdir: Path, devices: int,
-                run: int) -> tuple[float, float]:
-    """Exec of `simdra run` to GetInfo answered, and to its pool completely published."""
+                run: int) -> tuple[float, float, float]:
+    """Exec of `simdra run` to GetInfo answered, and to its pool completely published;
+    then SIGTERM to exit."""
     registry, plugins = workdir / f"registry-{run}", workdir / f"plugins-{run}"
     node = f"node-{run}"
     from kubernetes import client
@@ -114,13 +125,15 @@ def plugin_once(api: APIServer, kubeconfig: Path, workdir: Path, devices: int,
                     if s["spec"].get("nodeName") == node]
             return bool(mine) and len(mine) == mine[0]["spec"]["pool"]["resourceSliceCount"]
         _until(published)
-        return registered, time.monotonic() - start
+        done = time.monotonic() - start
+        time.sleep(0.5)  # settled: the first rescan and the API client's threads
+        return registered, done, _terminate(process)
     finally:
         process.terminate()
         process.wait()
 
 
-REGISTRATION_TARGET = 1.0  # seconds from exec to GetInfo answered, at most
+REGISTRATION_TARGET = 2.0  # exec to GetInfo answered / the floor's exec to an answer, at most
 
 
 def measure(runs: int = 7, devices: int = 8) -> list[Row]:
@@ -132,17 +145,21 @@ def measure(runs: int = 7, devices: int = 8) -> list[Row]:
         floors = [floor_once(workdir) for _ in range(runs)]
         starts = [plugin_once(api, kubeconfig, workdir, devices, i) for i in range(runs)]
         floors += [floor_once(workdir) for _ in range(runs)]
-    floor = statistics.median(floors)
-    registered = statistics.median(r for r, _ in starts)
-    published = statistics.median(p for _, p in starts)
+    floor = statistics.median(f for f, _ in floors)
+    floor_exit = statistics.median(e for _, e in floors)
+    registered = statistics.median(r for r, _, _ in starts)
+    published = statistics.median(p for _, p, _ in starts)
+    exited = statistics.median(e for _, _, e in starts)
     ms = 1000.0
     return [
         Row("floor: exec -> minimal gRPC server answers", floor * ms, "ms"),
-        Row("exec -> registration socket answers GetInfo", registered * ms, "ms",
-            f"<= {REGISTRATION_TARGET * ms:.0f} ms", registered <= REGISTRATION_TARGET),
-        Row("exec -> registration / floor", registered / floor, "x"),
+        Row("exec -> registration socket answers GetInfo", registered * ms, "ms"),
+        Row("exec -> registration / floor", registered / floor, "x",
+            f"<= {REGISTRATION_TARGET:.1f}x", registered / floor <= REGISTRATION_TARGET),
         Row(f"exec -> pool published ({devices} fake GPUs)", published * ms, "ms"),
         Row("exec -> pool published / floor", published / floor, "x"),
+        Row("floor: SIGTERM -> minimal gRPC server exited", floor_exit * ms, "ms"),
+        Row("SIGTERM -> plugin exited (pool published)", exited * ms, "ms"),
     ]
 
 

@@ -1,5 +1,5 @@
 """`python -m driver` is the same as the `simdra` command."""
 
-from driver.cli import main
+from driver.cli import console_main
 
-raise SystemExit(main())
+console_main()

@@ -10,9 +10,10 @@ value can never name a path outside the directory it is meant for.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import random
 import re
-import secrets
 import stat
 import threading
 import time
@@ -165,7 +166,8 @@ class StagedWrite:
 def _create_temp(target: Path) -> tuple[int, str]:
     """A new, empty temp file next to `target`, named as `temp_target` recognizes."""
     for _ in range(_TEMP_ATTEMPTS):
-        name = f"{temp_prefix(target.name)}{secrets.token_hex(6)}{TEMP_SUFFIX}"
+        # Unique, not secret (O_EXCL settles a clash): `random`, not a system call per name.
+        name = f"{temp_prefix(target.name)}{random.getrandbits(48):012x}{TEMP_SUFFIX}"
         path = os.path.join(target.parent, name)
         try:
             return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), path
@@ -276,4 +278,12 @@ def check_safe_name(name: str) -> str:
 
 def safe_child(directory: str | os.PathLike[str], name: str) -> Path:
     """`directory / name`, only if `name` (built from API data) is one safe component."""
+    return _child(directory if isinstance(directory, str | Path) else Path(directory), name)
+
+
+# A call asks for the same few paths several times (the record's, the CDI spec's), and
+# building a Path is slow; paths are immutable, so the recent ones are kept (a refused
+# name raises and is not kept).
+@functools.lru_cache(maxsize=256)
+def _child(directory: str | Path, name: str) -> Path:
     return Path(directory) / check_safe_name(name)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-
-import yaml
 
 from driver.core.textlimits import one_line
 
@@ -58,8 +57,11 @@ class ApiClientLoader:
     comes first waits here, everything else has already started.
     """
 
-    def __init__(self, kubeconfig: str | None) -> None:
+    def __init__(self, kubeconfig: str | None,
+                 on_error: Callable[[], None] | None = None) -> None:
+        """on_error: called (on the loading thread) when loading failed."""
         self._kubeconfig = kubeconfig
+        self._on_error = on_error
         self._done = threading.Event()
         self._client: client.ApiClient | None = None
         self._error: BaseException | None = None
@@ -77,6 +79,8 @@ class ApiClientLoader:
             self._error = err
         finally:
             self._done.set()
+        if self._error is not None and self._on_error is not None:
+            self._on_error()
 
     def get(self, timeout: float | None = None) -> client.ApiClient:
         """The client; re-raises what loading it raised, TimeoutError after `timeout`."""
@@ -129,6 +133,8 @@ def load_api_client(kubeconfig: str | None) -> client.ApiClient:
 
 
 def _read_kubeconfig(path: str) -> None:
+    import yaml  # only with --kubeconfig: in a pod the plugin never parses YAML
+
     where = f"--kubeconfig={path!r}"
     try:
         text = Path(path).read_text()
@@ -197,19 +203,24 @@ def api_exception_parts(exc: ApiException) -> tuple[int, str, str]:
     else the HTTP reason phrase; the message is the Status message, else the body.
     `str(exc)` is never used: it carries the response headers and the whole body.
     """
-    reason, message = str(exc.reason or ""), ""
-    body: object = exc.body
+    return status_parts(int(exc.status or 0), str(exc.reason or ""), exc.body)
+
+
+def status_parts(status: int, reason: str, body: object) -> tuple[int, str, str]:
+    """(HTTP status, reason, message) of an error answer, as `api_exception_parts` says,
+    from its status, reason phrase and body (bytes or text)."""
+    message = ""
     if isinstance(body, bytes):
         body = body.decode(errors="replace")
     try:
-        status = json.loads(str(body or "{}"))
-        if not isinstance(status, dict):
+        decoded = json.loads(str(body or "{}"))
+        if not isinstance(decoded, dict):
             raise ValueError("not a Status object")
-        reason = str(status.get("reason") or reason)
-        message = str(status.get("message") or "")
+        reason = str(decoded.get("reason") or reason)
+        message = str(decoded.get("message") or "")
     except ValueError:
         message = str(body or "")
-    return int(exc.status or 0), one_line(reason), one_line(message)
+    return status, one_line(reason), one_line(message)
 
 
 def response_json(response: object) -> Any:
@@ -223,6 +234,10 @@ def response_json(response: object) -> Any:
 
 def api_exception_text(exc: ApiException) -> str:
     """`<status> <reason>: <message>` of a failed call, in one bounded line."""
-    status, reason, message = api_exception_parts(exc)
+    return status_text(*api_exception_parts(exc))
+
+
+def status_text(status: int, reason: str, message: str) -> str:
+    """`<status> <reason>: <message>` from `status_parts`, in one line."""
     text = f"{status or 'no response'} {reason}".rstrip()
     return f"{text}: {message}" if message else text

@@ -1,20 +1,18 @@
 """The node plugin process: devices -> publisher, claims -> preparer, both behind the
-kubelet's sockets, plus health, metrics and fault injection. `run_plugin` is what
-`simdra run` executes.
+kubelet's sockets, plus health, metrics and fault injection. `driver.startup.run_plugin`
+(what `simdra run` executes) serves the kubelet's sockets first, then builds a `Plugin`
+over them.
 
-Start-up serves the kubelet first: devices are discovered and both sockets serve before
-the Kubernetes client (the heaviest import) is loaded, on a thread of its own, so the
-kubelet registers the plugin within about a second of exec. The publisher starts as
-soon as the client is there; a prepare that comes first waits for the client.
+The Kubernetes client (the heaviest import) is loaded on a thread of its own once the
+plugin is up; the publisher starts as soon as the client is there, and a prepare that
+comes first waits for it.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 from collections.abc import Callable
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from driver.atomicfile import own_directory, remove_stale_temps
@@ -27,31 +25,21 @@ from driver.devices.backend import BackendContext, DeviceBackend
 from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
 from driver.devices.live import DeviceKey, LiveDevices, NodeView
 from driver.devices.model import Inventory
-from driver.kube import ApiClientLoader, ClusterConfigError, check_cluster_config
-from driver.kubelet.endpoints import start_kubelet_plugin
-from driver.kubelet.health import HealthBoard
+from driver.kube import ApiClientLoader
+from driver.kubelet.early import DATA_DIR_MODE, EarlyKubelet
 from driver.kubelet.healthcheck import start_healthcheck_server
 from driver.kubelet.serialize import CallSerializer
-from driver.kubelet.sockets import dra_socket_path, registration_socket_path
-from driver.observability.logs import configure_logging
-from driver.observability.metrics import InstrumentedPreparer, PluginMetrics
-from driver.observability.server import start_metrics_server
-from driver.observability.state import StateCollector
 
 if TYPE_CHECKING:
+    from driver.claims.types import ClaimPreparer
+    from driver.observability.metrics import PluginMetrics
     from driver.slices.publisher import Publisher
     from driver.slices.stats import PublisherStats
 
 log = logging.getLogger(__name__)
 
 SERIALIZE_LOCK_FILE = "serialize.lock"
-# The data directory holds the DRA socket, the claim records and the locks: the kubelet
-# (root) reaches the socket through it; nobody else needs in.
-DATA_DIR_MODE = 0o750
 STATUS_RETRY_SECONDS = 10.0
-# The health stream re-sends the full list this often; the kubelet's device timeout is
-# three times as long (driver.devices.live.HEALTH_TIMEOUT_SECONDS).
-HEALTH_RESEND_SECONDS = 10.0
 
 
 def make_backend(config: Config) -> DeviceBackend:
@@ -76,8 +64,11 @@ class Plugin:
     calling before anything else ends.
     """
 
-    def __init__(self, config: Config, api: ApiClientLoader, backend: DeviceBackend) -> None:
+    def __init__(self, config: Config, api: ApiClientLoader, backend: DeviceBackend,
+                 early: EarlyKubelet) -> None:
+        """early: the kubelet's sockets, already serving (`driver.kubelet.early`)."""
         self.config = config
+        self._early = early
         self._api = api
         self._backend = backend
         self._publisher: Publisher | None = None
@@ -85,7 +76,13 @@ class Plugin:
         self._stopping = False
         self._stops: list[Callable[[], None]] = []
         self._status: BackgroundStatusWriter | None = None
-        self.metrics = PluginMetrics()
+        # Only with --metrics-port: prometheus_client is imported (a tenth of a second
+        # at start) and every call timed only for someone who reads the figures.
+        self.metrics: PluginMetrics | None = None
+        if config.metrics_port >= 0:
+            from driver.observability.metrics import PluginMetrics
+
+            self.metrics = PluginMetrics()
         self.metrics_port: int | None = None
         self.healthcheck_port: int | None = None
 
@@ -129,7 +126,8 @@ class Plugin:
             prepared=self._prepared_devices, faults=faults,
             watched_file=getattr(self._backend, "inventory_path", None),
             rescan_interval=cfg.rescan_interval)
-        self._board = HealthBoard(self._live.view.health, resend_seconds=HEALTH_RESEND_SECONDS)
+        self._board = self._early.board
+        self._board.update(self._live.view.health)
         prepare_faults = PrepareFaults(faults) if faults is not None else None
         self.preparer = self._make_preparer(prepare_faults)
         self._live.start()
@@ -196,19 +194,21 @@ class Plugin:
             rules=rules_for(self._backend))
 
     def _start_kubelet(self) -> None:
-        cfg = self.config
-        kubelet = start_kubelet_plugin(
-            cfg.driver_name,
-            dra_socket_path(str(cfg.data_dir), cfg.pod_uid or ""),
-            registration_socket_path(str(cfg.registrar_dir), cfg.driver_name,
-                                     cfg.pod_uid or ""),
-            InstrumentedPreparer(self.preparer, self.metrics),
-            health=self._board,
-            serialize=False,  # the preparer serializes, after reading the claims
-        )
+        """Connect the preparer to the sockets that serve already; they are stopped
+        with the plugin, first of all its parts but the ones started after them."""
+        kubelet = self._early.kubelet
+        self._early.preparer.set(self._served_preparer())
         self._stops.append(kubelet.stop)
         self._kubelet = kubelet
         self._sockets = [kubelet.dra_socket, kubelet.registration_socket]
+
+    def _served_preparer(self) -> ClaimPreparer:
+        """The preparer the DRA socket calls: timed and counted when metrics are on."""
+        if self.metrics is None:
+            return self.preparer
+        from driver.observability.metrics import InstrumentedPreparer
+
+        return InstrumentedPreparer(self.preparer, self.metrics)
 
     def ready(self) -> bool:
         """Ready (the readinessProbe's `readiness` service): the kubelet's latest report
@@ -226,7 +226,10 @@ class Plugin:
             self._stops.append(health.stop)
             self.healthcheck_port = health.port
             log.info("gRPC health service on port %d", health.port)
-        if cfg.metrics_port >= 0:
+        if self.metrics is not None:
+            from driver.observability.server import start_metrics_server
+            from driver.observability.state import StateCollector
+
             self.metrics.registry.register(StateCollector(
                 prepared=self.preparer.prepared, corrupt_records=self.preparer.corrupt_records,
                 inventory=lambda: self.inventory, publisher_stats=self._publisher_stats,
@@ -248,46 +251,3 @@ class Plugin:
         """The devices prepared claims (and unreadable records) hold, from the ledger."""
         preparer = getattr(self, "preparer", None)  # None during the first discovery
         return frozenset() if preparer is None else preparer.ledger.devices_in_use()
-
-
-def run_plugin(config: Config) -> int:
-    """Run until SIGTERM or SIGINT; returns the process exit code.
-
-    Raises ClusterConfigError (a usage error: exit 2) when there is no usable cluster
-    configuration: at once for what can be checked without the client, else as soon as
-    loading the client finds it (the plugin is stopped first).
-    """
-    check_cluster_config(config.kubeconfig)
-    configure_logging(config.log_format, config.verbosity)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    api = ApiClientLoader(config.kubeconfig)
-    try:
-        plugin = Plugin(config, api, make_backend(config))
-        plugin.start()
-    except Exception as err:  # one clear line instead of a traceback
-        log.error("plugin failed to start: %s", err)
-        return 1
-    api.start()  # only now: the import must not slow down serving the kubelet
-    try:
-        return _serve_until_stopped(stop, api)
-    finally:
-        plugin.stop()
-        api.close()
-
-
-def _serve_until_stopped(stop: threading.Event, api: ApiClientLoader) -> int:
-    while not stop.wait(1.0):  # a timed wait keeps signal handling prompt
-        error = api.error()
-        if isinstance(error, ClusterConfigError):
-            raise error
-        if error is not None:
-            log.error("cannot build the Kubernetes API client: %s", error)
-            return 1
-    return 0

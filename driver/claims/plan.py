@@ -7,7 +7,6 @@ here touches files; the preparer acts on the plan.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -31,6 +30,7 @@ from driver.claims.errors import ClaimError
 from driver.claims.names import check_allocation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
+from driver.core.json_data import copy_json
 from driver.core.quantity import QuantityError, ceil_int, quantity_text
 from driver.devices.model import Device, Inventory, Pool
 
@@ -252,7 +252,7 @@ def _draft(
         cdi_id=cdi_id,
         env=(),
         device_type=str(device_type) if device_type is not None else "device",
-        attributes=copy.deepcopy(dict(device.spec.get("attributes") or {})),
+        attributes=copy_json(dict(device.spec.get("attributes") or {})),
         consumes_counters=consumes,
         counter_totals=totals,
     )

@@ -37,7 +37,7 @@ from typing import Any, TypeGuard
 
 from driver.claims.plan import PreparedClaim
 from driver.claims.record import RecordError, from_payload, to_payload
-from driver.core.textlimits import JsonLimitError, clip, load_json, value_depth
+from driver.core.textlimits import JsonLimitError, clip, json_depth, load_json
 
 RECORD_KIND = "simdra.ClaimRecord"
 FORMAT_VERSION = 2  # what this driver writes
@@ -84,8 +84,9 @@ def encode_record(claim: PreparedClaim) -> bytes:
     body = (f'{{"compatVersion":{COMPAT_VERSION},"kind":{json.dumps(RECORD_KIND)},'
             f'"payload":{_canonical(payload)},"version":{FORMAT_VERSION}}}')
     data = f'{{"checksum":{json.dumps(_digest(body))},{body[1:]}\n'.encode()
-    # Refused here, so that no record is written that reading would refuse.
-    depth = 1 + value_depth(payload, MAX_RECORD_DEPTH)
+    # Refused here, so that no record is written that reading would refuse. The depth
+    # comes from the text (a regex pass in C), not from walking the payload in Python.
+    depth = json_depth(data)
     if len(data) > MAX_RECORD_BYTES or depth > MAX_RECORD_DEPTH:
         raise ValueError(
             f"the checkpoint record of claim {claim.claim.uid} would be {len(data)} bytes "

@@ -154,7 +154,7 @@ def _profile(value: str) -> str:
 def handle(args: argparse.Namespace) -> int:
     """Run the plugin until it is told to stop; returns the exit status."""
     from driver.kube import ClusterConfigError
-    from driver.plugin import run_plugin  # imported late: `simdra --help` stays fast
+    from driver.startup import run_plugin  # imported late: `simdra --help` stays fast
 
     config = config_from_args(args)
     try:

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from driver.config import Config
 
-from driver.devices.inventory_file import load_inventory_file
 from driver.devices.model import Inventory
 from driver.devices.profiles import looks_like_path, profile_inventory
 from driver.devices.stamps import file_stamp
@@ -104,6 +103,10 @@ class FakeBackend:
         """The simulated inventory; an inventory file is re-read on every call."""
         path = self.inventory_path
         if path is not None:
+            # Imported here: YAML and the API server's rules are for inventory files
+            # only, and `simdra run` checks its flags (importing this) before it serves.
+            from driver.devices.inventory_file import load_inventory_file
+
             return load_inventory_file(path, self._node_name)
         return profile_inventory(self._profile, self._driver_name, self._node_name,
                                  self._num_devices)

@@ -9,7 +9,10 @@ different inventory, the fault file changed, or a prepared device vanished.
 Idle is meant to cost nothing: a rescan first compares the backend's change stamp
 (`change_stamp()`, see `driver.devices.stamps`) with the one of the last discover and
 skips the discover while it is equal, except once every `full_rescan_interval` (what
-a stamp cannot see, such as a NIC's link speed, is found then).
+a stamp cannot see, such as a NIC's link speed, is found then). Between rescans the
+thread sleeps until the inventory or fault file changes (inotify, `file_events`), not
+on a timer; it polls every `tick` only where files cannot be watched, or while prepared
+devices are missing (an unprepare then changes the health list).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from driver.core.health import DeviceHealth, HealthStatus
 from driver.devices.backend import DeviceBackend
 from driver.devices.faults import FaultFile, FaultState, apply_removals, health_of
+from driver.devices.file_events import FileEvents
 from driver.devices.model import Device, Inventory, Pool, compact
 from driver.devices.stamps import FileStamp, file_stamp
 
@@ -116,6 +120,7 @@ class LiveDevices:
         self._full_interval = full_rescan_interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._events: FileEvents | None = None
         self._stamp = self._change_stamp()  # before the discover: a change in between shows
         self._discovered = compact(backend.discover())  # errors here stop the plugin
         self._scanned_at = self._discovered_at = time.monotonic()
@@ -126,14 +131,32 @@ class LiveDevices:
 
     def start(self) -> None:
         """Poll in a background thread until `stop()`."""
+        self._events = self._file_events()
         self._thread = threading.Thread(target=self._loop, name="live-devices", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         """End the background thread."""
         self._stop.set()
+        if self._events is not None:
+            self._events.interrupt()
         if self._thread is not None:
             self._thread.join()
+        if self._events is not None:
+            self._events.close()
+
+    def _file_events(self) -> FileEvents | None:
+        """Wake-ups for the watched files; None when there are none or inotify fails
+        (then the thread polls every tick)."""
+        files = [f for f in (self._watched, self._faults.path if self._faults else None) if f]
+        if not files:
+            return None
+        try:
+            return FileEvents(files)
+        except OSError as err:
+            log.info("cannot watch %s for changes (%s); polling every %.1f s",
+                     ", ".join(map(str, files)), err, self._tick)
+            return None
 
     def poll(self) -> bool:
         """One round; True when a new view was handed to `on_change`.
@@ -159,11 +182,24 @@ class LiveDevices:
         return changed
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._tick):
+        while not self._sleep():
             try:
                 self.poll()
             except Exception:  # the plugin keeps serving with the last good view
                 log.exception("device rescan failed; keeping the last good inventory")
+
+    def _sleep(self) -> bool:
+        """Until the next rescan is due (a tick at least) or a watched file changed;
+        True once stopped. Ticks while files cannot be watched or devices are missing."""
+        due = self._interval - (time.monotonic() - self._scanned_at) + 0.005  # then due
+        timeout = max(self._tick, due)
+        watched = self._watched is not None or self._faults is not None
+        if self._missing or (watched and self._events is None):
+            timeout = self._tick
+        if self._events is not None:
+            self._events.wait(timeout)
+            return self._stop.is_set()
+        return self._stop.wait(timeout)
 
     def _rescan_if_due(self) -> bool:
         identity = self._identity()

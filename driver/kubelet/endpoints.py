@@ -21,7 +21,7 @@ from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
 from driver.kubelet.health import HealthSource, ResourceHealthServicer, add_health_services
 from driver.kubelet.registration import RegistrationServicer, RegistrationStatus
 from driver.kubelet.serialize import CallSerializer
-from driver.kubelet.server import UnixSocketServer, start_unix_server
+from driver.kubelet.server import start_unix_server
 from driver.kubelet.services import advertised_name
 from driver.kubelet.stale_sockets import remove_stale_instance_sockets
 
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 # more share one batch's fsyncs; 8 capped a batch at 8 claims. Threads start on demand:
 # a node that prepares one claim at a time has one.
 DRA_WORKERS = 64
+# Threads kept beyond those for the DRA calls, so that the kubelet's registration calls
+# (served by the same server) never wait behind a burst of prepares.
+REGISTRATION_WORKERS = 2
 
 
 class KubeletPlugin:
@@ -57,44 +60,37 @@ class KubeletPlugin:
         serializer: contextlib.AbstractContextManager[Any] | None = (
             CallSerializer(lock_file) if serialize else None
         )
-        self._dra = self._serve_dra(dra_socket, preparer, serializer, health, max_workers)
-        self.dra_socket = self._dra.path
-        # Computed from what is actually served, in preference order (v1 first).
-        self.supported_versions = tuple(advertised_name(s) for s in self._services)
-        self.registration = RegistrationServicer(
-            driver_name, self.dra_socket, self.supported_versions
-        )
-        self._registrar: UnixSocketServer | None = None
-        try:
-            self._registrar = self._serve_registration(registration_socket)
-        except BaseException:
-            self._dra.stop(grace=None)
-            raise
-        self.registration_socket = self._registrar.path
+        self.dra_socket = os.path.abspath(dra_socket)
+
+        def register(server: grpc.Server) -> None:
+            self._register(server, preparer, serializer, health)
+
+        # One server for both sockets (one polling thread instead of two); the DRA socket
+        # answers before the registration socket shows (see the module docstring).
+        self._server = start_unix_server(
+            dra_socket, register, max_workers=max_workers + REGISTRATION_WORKERS, name="dra",
+            also=[(registration_socket, "registration")])
+        self.registration_socket = self._server.paths[1]
         log.info(
             "kubelet plugin for %s: DRA socket %s, registration socket %s, services %s",
             driver_name, self.dra_socket, self.registration_socket,
             ", ".join(self.supported_versions),
         )
 
-    def _serve_dra(self, path: str, preparer: ClaimPreparer,
-                   serializer: contextlib.AbstractContextManager[Any] | None,
-                   health: HealthSource | None, max_workers: int) -> UnixSocketServer:
-        def register(server: grpc.Server) -> None:
-            self._services += add_dra_services(server, preparer, serializer)
-            if health is not None:
-                names, self._health_servicers = add_health_services(server, health)
-                self._services += names
-
-        return start_unix_server(path, register, max_workers=max_workers, name="dra")
-
-    def _serve_registration(self, path: str) -> UnixSocketServer:
-        return start_unix_server(
-            path,
-            lambda s: regpb_grpc.add_RegistrationServicer_to_server(self.registration, s),
-            max_workers=2,
-            name="registration",
+    def _register(self, server: grpc.Server, preparer: ClaimPreparer,
+                  serializer: contextlib.AbstractContextManager[Any] | None,
+                  health: HealthSource | None) -> None:
+        """Every service on the one server: DRA, health, and registration."""
+        self._services += add_dra_services(server, preparer, serializer)
+        if health is not None:
+            names, self._health_servicers = add_health_services(server, health)
+            self._services += names
+        # Computed from what is actually served, in preference order (v1 first).
+        self.supported_versions = tuple(advertised_name(s) for s in self._services)
+        self.registration = RegistrationServicer(
+            self.driver_name, self.dra_socket, self.supported_versions
         )
+        regpb_grpc.add_RegistrationServicer_to_server(self.registration, server)
 
     @property
     def registration_status(self) -> RegistrationStatus:
@@ -107,13 +103,11 @@ class KubeletPlugin:
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Remove the registration socket first (the kubelet deregisters this instance),
-        then stop the DRA socket. Each server removes only its own socket."""
-        if self._registrar is not None:
-            self._registrar.stop(grace)
-            self._registrar = None
+        then stop serving the DRA socket. Only this instance's own sockets are removed."""
+        self._server.remove_socket(self.registration_socket)
         for servicer in self._health_servicers:
             servicer.close()
-        self._dra.stop(grace)
+        self._server.stop(grace)
 
     def __enter__(self) -> KubeletPlugin:
         return self

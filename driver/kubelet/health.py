@@ -41,7 +41,8 @@ class HealthSource(Protocol):
         """Yield the full device-health list now and again on every change.
 
         Must return soon (within about a second) after `stop` is set: it is set when the
-        kubelet closes the stream or the plugin stops.
+        kubelet closes the stream or the plugin stops, and then the source's `wake()`
+        is called, if it has one (so that its watchers need not poll `stop`).
         """
         ...
 
@@ -85,7 +86,7 @@ class ResourceHealthServicer:
     def NodeWatchResources(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         """Stream full device-health lists until the kubelet or the plugin ends it."""
         stop = threading.Event()
-        context.add_callback(stop.set)
+        context.add_callback(lambda: self._end(stop))
         with self._lock:
             if self._closed:
                 stop.set()
@@ -102,7 +103,7 @@ class ResourceHealthServicer:
         finally:
             # gRPC may drop a cancelled stream without asking for the next message, so
             # tell the source here rather than rely on it noticing `stop` in time.
-            stop.set()
+            self._end(stop)
             close = getattr(updates, "close", None)
             if close is not None:
                 close()
@@ -124,12 +125,20 @@ class ResourceHealthServicer:
                 entry.last_updated_time = now
         return sent
 
+    def _end(self, stop: threading.Event) -> None:
+        """End one stream: set its `stop` and wake the source's watchers to see it."""
+        stop.set()
+        wake = getattr(self._source, "wake", None)
+        if wake is not None:
+            wake()
+
     def close(self) -> None:
         """End all open streams and refuse new ones (used when the plugin stops)."""
         with self._lock:
             self._closed = True
-            for stop in self._streams:
-                stop.set()
+            streams = list(self._streams)
+        for stop in streams:
+            self._end(stop)
 
 
 class ResourceHealthV1alpha1(
@@ -167,10 +176,10 @@ class HealthBoard:
 
     Every watcher gets the current list at once, then each new list. The list is also
     re-sent every `resend_seconds` so that the kubelet, which marks a device Unknown when
-    it has not heard of it for its timeout (30 s by default), keeps it fresh.
+    it has not heard of it for its timeout (30 s by default), keeps it fresh. A watcher
+    sleeps until one of these or `wake()` (its stream ended): no timed polling, so an
+    idle stream costs one wake-up per re-send.
     """
-
-    _POLL_SECONDS = 0.2  # how soon a watcher notices `stop`
 
     def __init__(self, devices: Iterable[DeviceHealth] = (), resend_seconds: float = 10.0):
         """devices: the initial list; resend_seconds: keep-alive period of the stream."""
@@ -186,6 +195,11 @@ class HealthBoard:
             self._generation += 1
             self._cond.notify_all()
 
+    def wake(self) -> None:
+        """Wake every watcher to look at its `stop` (the servicer calls it on setting one)."""
+        with self._cond:
+            self._cond.notify_all()
+
     def watch(self, stop: threading.Event) -> Iterator[Sequence[DeviceHealth]]:
         """Yield the current list, then every update (see the class docstring)."""
         while not stop.is_set():
@@ -193,8 +207,9 @@ class HealthBoard:
                 generation, devices = self._generation, self._devices
             yield devices
             deadline = time.monotonic() + self._resend
-            while not stop.is_set() and time.monotonic() < deadline:
-                with self._cond:
-                    if self._generation != generation:
+            with self._cond:  # `stop` is checked under the lock `wake()` takes: no lost wake-up
+                while not stop.is_set() and self._generation == generation:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
                         break
-                    self._cond.wait(min(self._POLL_SECONDS, deadline - time.monotonic()))
+                    self._cond.wait(left)

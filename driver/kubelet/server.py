@@ -26,7 +26,7 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -86,8 +86,61 @@ def _temporary_bind_path(path: str) -> str | None:
     return candidate if path_bytes(candidate) <= GRPC_UNIX_PATH_MAX else None
 
 
+class _Socket:
+    """One unix socket path a server listens on, and the rules above for it."""
+
+    def __init__(self, path: str, name: str) -> None:
+        self.path = os.path.abspath(path)
+        check_socket_path(self.path)
+        self.name = name
+        self._bind_path: str | None = None
+        self._identity: tuple[int, int] | None = None
+
+    def bind(self, server: grpc.Server) -> None:
+        """Listen under a hidden temporary name in the socket's directory."""
+        directory = os.path.dirname(self.path)
+        make_directory(directory, SOCKET_DIR_MODE)
+        remove_stale_temp_sockets(directory)
+        remove_stale_socket(self.path)
+        self._bind_path = _temporary_bind_path(self.path) or self.path
+        try:
+            bound = server.add_insecure_port(f"unix:{self._bind_path}")
+        except RuntimeError as err:
+            raise SocketPathError(f"cannot bind {self.name} socket {self.path}: {err}") from err
+        if not bound:
+            raise SocketPathError(f"cannot bind {self.name} socket {self.path}")
+        # Before the rename, so the socket never shows at its path with looser modes.
+        os.chmod(self._bind_path, SOCKET_MODE)
+
+    def publish(self) -> None:
+        """Rename the serving socket to its path."""
+        if self._bind_path is not None and self._bind_path != self.path:
+            os.rename(self._bind_path, self.path)
+        self._identity = socket_identity(self.path)
+        log.info("%s server listening on %s", self.name, self.path)
+
+    def remove(self) -> None:
+        """Remove the path while it holds this socket; idempotent."""
+        if self._identity is not None and socket_identity(self.path) == self._identity:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            log.info("%s server stopped, removed %s", self.name, self.path)
+        elif self._identity is not None:
+            log.info("%s server stopped; %s now belongs to another server", self.name, self.path)
+        self._identity = None
+        # Only left behind when start failed between bind and rename.
+        if self._bind_path and self._bind_path != self.path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._bind_path)
+
+
 class UnixSocketServer:
-    """A running grpc.Server that listens on `path` and owns that socket file."""
+    """A running grpc.Server that listens on `path` (and the `also` sockets) and owns
+    those socket files.
+
+    One server for several sockets (the kubelet plugin's DRA and registration sockets)
+    has one polling thread: gRPC's wakes up five times a second, idle or not.
+    """
 
     def __init__(
         self,
@@ -96,64 +149,44 @@ class UnixSocketServer:
         *,
         max_workers: int = 8,
         name: str = "grpc",
+        also: Sequence[tuple[str, str]] = (),
     ) -> None:
         """Start serving; see `start_unix_server`."""
-        path = os.path.abspath(path)
-        check_socket_path(path)
-        self.path = path
-        self._name = name
+        self._sockets = [_Socket(path, name), *(_Socket(p, n) for p, n in also)]
+        self.path = self._sockets[0].path
+        self.paths = tuple(sock.path for sock in self._sockets)
         self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"simdra-{name}")
         self._server = grpc.server(self._executor)
-        self._identity: tuple[int, int] | None = None
-        self._bind_path: str | None = None
         try:
             register(self._server)
-            self._start()
+            for sock in self._sockets:
+                sock.bind(self._server)
+            self._server.start()
+            for sock in self._sockets:  # in order: the first path answers before the next shows
+                sock.publish()
         except BaseException:
             self._shutdown(grace=None)
             raise
 
-    def _start(self) -> None:
-        directory = os.path.dirname(self.path)
-        make_directory(directory, SOCKET_DIR_MODE)
-        remove_stale_temp_sockets(directory)
-        remove_stale_socket(self.path)
-        self._bind_path = _temporary_bind_path(self.path) or self.path
-        try:
-            bound = self._server.add_insecure_port(f"unix:{self._bind_path}")
-        except RuntimeError as err:
-            raise SocketPathError(f"cannot bind {self._name} socket {self.path}: {err}") from err
-        if not bound:
-            raise SocketPathError(f"cannot bind {self._name} socket {self.path}")
-        # Before the rename, so the socket never shows at its path with looser modes.
-        os.chmod(self._bind_path, SOCKET_MODE)
-        self._server.start()
-        if self._bind_path != self.path:
-            os.rename(self._bind_path, self.path)
-        self._identity = socket_identity(self.path)
-        log.info("%s server listening on %s", self._name, self.path)
+    def remove_socket(self, path: str) -> None:
+        """Take one socket's path away before the server stops (the kubelet deregisters
+        a plugin whose registration socket is gone); the server still serves the rest."""
+        for sock in self._sockets:
+            if sock.path == os.path.abspath(path):
+                sock.remove()
 
     def stop(self, grace: float | None = 1.0) -> None:
-        """Stop serving (in-flight calls get `grace` seconds) and remove our own socket.
+        """Stop serving (in-flight calls get `grace` seconds) and remove our own sockets.
 
-        Idempotent. A socket at the path that another server created is left alone.
+        Idempotent. A socket at a path that another server created is left alone.
         """
         self._shutdown(grace)
 
     def _shutdown(self, grace: float | None) -> None:
         self._server.stop(grace).wait()
         self._executor.shutdown(wait=True)
-        if self._identity is not None and socket_identity(self.path) == self._identity:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-            log.info("%s server stopped, removed %s", self._name, self.path)
-        elif self._identity is not None:
-            log.info("%s server stopped; %s now belongs to another server", self._name, self.path)
-        self._identity = None
-        # Only left behind when start failed between bind and rename.
-        if self._bind_path and self._bind_path != self.path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._bind_path)
+        for sock in self._sockets:
+            sock.remove()
 
 
 def start_unix_server(
@@ -162,11 +195,14 @@ def start_unix_server(
     *,
     max_workers: int = 8,
     name: str = "grpc",
+    also: Sequence[tuple[str, str]] = (),
 ) -> UnixSocketServer:
-    """Start a gRPC server on the unix socket `path`.
+    """Start a gRPC server on the unix socket `path`, and on each `(path, name)` of
+    `also` (the same services on each).
 
     `register` adds the servicers to the grpc.Server before it starts. Creates the
-    parent directory, replaces a stale socket, refuses a non-socket file at the path
-    (SocketPathError) and returns once the socket at `path` accepts calls.
+    parent directories, replaces stale sockets, refuses a non-socket file at a path
+    (SocketPathError) and returns once the socket at `path`, then each of `also`,
+    accepts calls.
     """
-    return UnixSocketServer(path, register, max_workers=max_workers, name=name)
+    return UnixSocketServer(path, register, max_workers=max_workers, name=name, also=also)

@@ -19,9 +19,12 @@ PATH = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
 
 class _Handler(BaseHTTPRequestHandler):
     claims: dict[str, dict] = {}
+    token: str | None = None  # when set, a request without this bearer token gets 401
 
     def do_GET(self):
-        if self.path.endswith("/broken"):
+        if self.token and self.headers.get("Authorization") != f"Bearer {self.token}":
+            self._send(401, {"kind": "Status", "code": 401, "reason": "Unauthorized"})
+        elif self.path.endswith("/broken"):
             self._send(500, {"kind": "Status", "code": 500, "message": "etcd down"})
         elif self.path in self.claims:
             self._send(200, self.claims[self.path])
@@ -42,14 +45,20 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def source():
+def source(api_client):
+    yield ApiClaimSource(api_client, timeout_s=5)
+
+
+@pytest.fixture
+def api_client():
+    _Handler.token = None
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     config = client.Configuration(host=f"http://127.0.0.1:{server.server_address[1]}")
     api_client = client.ApiClient(config)
     try:
-        yield ApiClaimSource(api_client, timeout_s=5)
+        yield api_client
     finally:
         api_client.close()
         server.shutdown()
@@ -78,3 +87,22 @@ def test_other_api_errors_are_one_line_with_status_and_reason_and_no_headers(sou
         "Error: etcd down"
     assert info.value.status == 500
     assert "X-Secret-Header" not in message and "\n" not in message
+
+
+def test_sends_the_clients_bearer_token_as_refreshed_for_each_read(api_client):
+    raw = fixture_claim()
+    _Handler.claims = {PATH.format(ns="team-a", name="c1"): raw}
+    config = api_client.configuration
+    config.api_key = {"authorization": "old"}
+    config.api_key_prefix = {"authorization": "Bearer"}
+    tokens = iter(["first", "second", "stale"])
+    # What the in-cluster loader installs: the token file is read again when it rotates.
+    config.refresh_api_key_hook = lambda c: c.api_key.update(authorization=next(tokens))
+    source = ApiClaimSource(api_client, timeout_s=5)
+    _Handler.token = "first"
+    assert source.get("team-a", "c1") == raw
+    _Handler.token = "second"
+    assert source.get("team-a", "c1") == raw
+    _Handler.token = "third"
+    with pytest.raises(ClaimError, match="401 Unauthorized"):
+        source.get("team-a", "c1")

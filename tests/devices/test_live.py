@@ -116,3 +116,31 @@ def test_a_prepared_device_that_vanishes_is_reported_unhealthy_until_unprepared(
     assert live.poll() and vanished(seen[-1]) == []
     prepared.add(("edge", "a-9"))  # prepared on a device the node never had
     assert live.poll() and vanished(seen[-1]) == ["a-9"]
+
+
+def test_the_thread_wakes_up_for_a_file_change_not_for_a_timer(inventory_file: Path) -> None:
+    """Idle costs no wake-ups: with a tick and a rescan interval of an hour, a change of
+    the inventory file (an edit in place, then an atomic replace) is still handed on at
+    once, and stop() does not wait for either."""
+    import threading
+    import time
+
+    changed = threading.Event()
+    seen: list[NodeView] = []
+
+    def on_change(view: NodeView) -> None:
+        seen.append(view)
+        changed.set()
+
+    live = live_devices(inventory_file, on_change, tick=3600)
+    live.start()
+    try:
+        for expected, atomic in ((["a-1"], False), (["a-2", "a-3"], True)):
+            changed.clear()
+            write(inventory_file, expected, atomic=atomic)
+            assert changed.wait(timeout=10), f"no change seen for {expected}"
+            assert names(seen[-1]) == expected
+    finally:
+        start = time.monotonic()
+        live.stop()
+    assert time.monotonic() - start < 5

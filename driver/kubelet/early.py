@@ -1,0 +1,82 @@
+"""The kubelet's sockets, served before the rest of the plugin is loaded.
+
+`simdra run` starts them as soon as its flags are checked, with nothing but gRPC and
+this package imported: the kubelet can register the plugin while the claims, devices
+and Kubernetes client modules are still loading. A prepare or unprepare that comes
+before the plugin's preparer exists waits for it (`DeferredPreparer`); the health
+stream starts with an empty list and gets the devices' as soon as they are discovered.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from driver.atomicfile import own_directory
+from driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
+from driver.kubelet.endpoints import KubeletPlugin, start_kubelet_plugin
+from driver.kubelet.health import HealthBoard
+
+# The data directory holds the DRA socket, the claim records and the locks: the kubelet
+# (root) reaches the socket through it; nobody else needs in.
+DATA_DIR_MODE = 0o750
+# The health stream re-sends the full list this often; the kubelet's device timeout is
+# three times as long (driver.devices.live.HEALTH_TIMEOUT_SECONDS).
+HEALTH_RESEND_SECONDS = 10.0
+
+
+class DeferredPreparer:
+    """A ClaimPreparer whose calls wait until `set()` gave it the real one; after
+    `fail()`, they fail (the DRA service answers each claim with the reason)."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+        self._target: ClaimPreparer | None = None
+        self._failure = "the plugin did not start"
+
+    def set(self, preparer: ClaimPreparer) -> None:
+        """Hand every call, waiting or later, to `preparer`."""
+        self._target = preparer
+        self._ready.set()
+
+    def fail(self, reason: str) -> None:
+        """The preparer will never come: waiting and later calls fail with `reason`."""
+        self._failure = reason
+        self._ready.set()
+
+    def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
+        """The real preparer's prepare, once there is one."""
+        return self._wait().prepare(claims)
+
+    def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
+        """The real preparer's unprepare, once there is one."""
+        return self._wait().unprepare(claims)
+
+    def _wait(self) -> ClaimPreparer:
+        self._ready.wait()
+        if self._target is None:
+            raise RuntimeError(self._failure)
+        return self._target
+
+
+@dataclass
+class EarlyKubelet:
+    """Both sockets serving, and what the plugin connects to them once it is up."""
+
+    kubelet: KubeletPlugin
+    preparer: DeferredPreparer
+    board: HealthBoard
+
+
+def serve_kubelet_early(driver_name: str, data_dir: Path, dra_socket: str,
+                        registration_socket: str) -> EarlyKubelet:
+    """Serve the DRA socket (DRA and health services) in `data_dir` (made ours first),
+    then the registration socket, over a preparer and a health list still to come (see
+    the module docstring). The plugin serializes its calls itself, after reading the
+    claims."""
+    own_directory(data_dir, DATA_DIR_MODE)
+    preparer, board = DeferredPreparer(), HealthBoard(resend_seconds=HEALTH_RESEND_SECONDS)
+    kubelet = start_kubelet_plugin(driver_name, dra_socket, registration_socket, preparer,
+                                   health=board, serialize=False)
+    return EarlyKubelet(kubelet, preparer, board)
