@@ -327,6 +327,9 @@ class ControlPlane:
         apiserver = self._component("kube-apiserver", [
             "--etcd-servers", etcd_url,
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            # 1.37 refuses a loopback advertise address for the `kubernetes` Service's
+            # endpoints; the node reaches the server through its own DNAT (node.py).
+            "--endpoint-reconciler-type", "none",
             "--secure-port", str(self.port),
             "--tls-cert-file", str(c.serving_cert), "--tls-private-key-file", str(c.serving_key),
             "--client-ca-file", str(c.ca_cert),

@@ -545,7 +545,7 @@ POLICY_RULES: list[tuple[str, JSON, str, str]] = [
     (
         "default-at-least-min",
         {"default": "1", "validRange": {"min": "2"}},
-        f"{RP}.validRange.min",
+        f"{RP}.validRange.default",
         "default is less than min",
     ),
     (
@@ -563,7 +563,7 @@ POLICY_RULES: list[tuple[str, JSON, str, str]] = [
     (
         "default-at-most-max",
         {"default": "6", "validRange": {"min": "1", "max": "5"}},
-        f"{RP}.validRange.max",
+        f"{RP}.validRange.default",
         "default is more than max",
     ),
     (

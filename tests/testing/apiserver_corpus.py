@@ -23,7 +23,7 @@ JSON = dict[str, Any]
 # validate differently, so each is held to its own answers.
 VERDICTS_DIR = Path(__file__).with_name("apiserver_verdicts")
 # The release whose answers the stand-in gives: the e2e's default (tests/e2e/go.mod pins it).
-MODELLED_RELEASE = "1.36"
+MODELLED_RELEASE = "1.37"
 CLASS_NAME = "gpu.dra.example.com"
 PATHS = {
     "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",

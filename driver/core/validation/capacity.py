@@ -174,10 +174,11 @@ def _min_errors(
                 f"{path}.min", low, f"min is larger than capacity value: {quantity_text(capacity)}"
             )
         )
-    # The API server reports a default outside the range at the bound it breaks.
+    # Since 1.37 the API server reports a default outside the range at the default (1.36
+    # named the bound it breaks).
     if default < low:
         errors.append(
-            invalid(f"{path}.min", default, f"default is less than min: {quantity_text(low)}")
+            invalid(f"{path}.default", default, f"default is less than min: {quantity_text(low)}")
         )
     return errors
 
@@ -196,7 +197,9 @@ def _max_errors(
         )
     if default > high:
         errors.append(
-            invalid(f"{path}.max", default, f"default is more than max: {quantity_text(high)}")
+            invalid(
+                f"{path}.default", default, f"default is more than max: {quantity_text(high)}"
+            )
         )
     return errors
 

@@ -1,9 +1,9 @@
-"""A device capacity's `requestPolicy` (consumable capacity), as kube-apiserver 1.36 checks it.
+"""A device capacity's `requestPolicy` (consumable capacity), as kube-apiserver 1.37 checks it.
 
 Only a device with `allowMultipleAllocations: true` may carry one. It holds a `default` and
 either `validValues` (ascending, within the capacity, at most 10) or a `validRange`
-(`min`, optional `max` and `step`). Errors about the default land on the bound it breaks
-(`validRange.min` / `validRange.max`), as a 1.36 server reports them; step arithmetic
+(`min`, optional `max` and `step`). Errors about a default outside the range land on
+`validRange.default`, as a 1.37 server reports them (1.36 named the bound); step arithmetic
 works on whole numbers (`Quantity.Value()`), as without DRAFractionalCapacityRange.
 """
 
@@ -103,24 +103,24 @@ def _range_errors(
         )
     if default < low:
         errors.append(
-            invalid(f"{path}.min", text(default), f"default is less than min: {text(low)}")
+            invalid(f"{path}.default", text(default), f"default is less than min: {text(low)}")
         )
     high = amount(valid_range.get("max"))
     if high is not None:
-        errors += _max_errors(low, high, default, top, f"{path}.max")
+        errors += _max_errors(low, high, top, f"{path}.max")
+        if default > high:
+            detail = f"default is more than max: {text(high)}"
+            errors.append(invalid(f"{path}.default", text(default), detail))
     step = amount(valid_range.get("step"))
     if step is not None:
         errors += _step_errors(low, high, step, default, top, f"{path}.step")
     return errors
 
 
-def _max_errors(
-    low: Fraction, high: Fraction, default: Fraction, top: Fraction, path: str
-) -> list[FieldError]:
+def _max_errors(low: Fraction, high: Fraction, top: Fraction, path: str) -> list[FieldError]:
     checks = (
         (low > high, low, f"min is larger than max: {text(high)}"),
         (high > top, high, f"max is larger than capacity value: {text(top)}"),
-        (default > high, default, f"default is more than max: {text(high)}"),
     )
     return [invalid(path, text(shown), detail) for broken, shown, detail in checks if broken]
 
