@@ -85,10 +85,10 @@ def test_flags_can_come_from_environment_variables(capsys, monkeypatch) -> None:
 
 
 def test_sysfs_selectors_are_normalised_from_flags_and_environment(monkeypatch) -> None:
-    import driver.plugin
+    import driver.startup
 
     seen = []
-    monkeypatch.setattr(driver.plugin, "run_plugin", lambda config: seen.append(config) or 0)
+    monkeypatch.setattr(driver.startup, "run_plugin", lambda config: seen.append(config) or 0)
     monkeypatch.setenv("SYSFS_DENY", "vendor:10DE")
 
     assert main(["run", "--node-name", "n", "--sysfs-allow", " pci:3B:00.0, iface:eth1 "]) == 0

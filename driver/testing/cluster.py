@@ -217,7 +217,8 @@ class LocalCluster:
         timeout: float = 60.0,
         not_socket: tuple[int, int] | None = None,
     ) -> None:
-        """Wait until the kubelet emulator registered this plugin's own registration
+        """Wait until the plugin says it started (the kubelet's sockets serve before
+        start-up recovery is done), the kubelet emulator registered its own registration
         socket (not `not_socket`, a stale one left by a predecessor) and its pools are
         completely published."""
         assert self.kubelet is not None
@@ -229,7 +230,8 @@ class LocalCluster:
                 )
             if self.api.internal_errors:  # a stand-in bug: waiting longer cannot help
                 raise RuntimeError(f"API stand-in failed: {self.api.internal_errors[0]}")
-            if self._registered(plugin, not_socket) and self.complete_pools():
+            started = " started: " in plugin.log()
+            if started and self._registered(plugin, not_socket) and self.complete_pools():
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"plugin not ready in {timeout}s; log:\n{plugin.log()}")
