@@ -33,6 +33,8 @@ The preparer's parts: this module is its public face and the serialized sections
 `prepare_planner` does everything before the first side effect, `commit_phases` the side
 effects in the order above, `prepared_store` the files and their mirror in memory
 (loading and start-up recovery), `prepare_items` the claims of a batch and their steps.
+`reclaim` is the unprepare of claims the kubelet will never unprepare, for
+`driver.claims.reconciler`.
 """
 
 from __future__ import annotations
