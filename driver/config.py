@@ -28,6 +28,8 @@ class Config:
     healthcheck_port: int = -1
     metrics_port: int = -1
     rescan_interval: float = 10.0
+    reconcile_interval: float = 60.0  # 0: records are never checked against the API
+    reconcile_grace: float = 300.0
     claim_status: bool = False
     log_format: str = "text"
     verbosity: int = 0

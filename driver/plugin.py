@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from driver.atomicfile import own_directory, remove_stale_temps
 from driver.claims.api_source import DeferredClaimSource
 from driver.claims.preparer import Preparer
+from driver.claims.reconcile_plan import ReconcilePolicy
+from driver.claims.reconciler import ClaimReconciler
 from driver.claims.rules import rules_for
 from driver.claims.status_worker import BackgroundStatusWriter, DeferredStatusWriter
 from driver.config import Config
@@ -136,6 +138,7 @@ class Plugin:
         if prepare_faults is not None:
             self._stops.append(prepare_faults.close)  # cut short injected delays first
         self._start_observability()
+        self._start_reconciler()
         self._stops.append(self._stop_publisher)
         threading.Thread(target=self._start_publisher, name="publisher-start",
                          daemon=True).start()
@@ -192,6 +195,20 @@ class Plugin:
             status_writer=self._status,
             device_hook=prepare_faults.before_device if prepare_faults else None,
             rules=rules_for(self._backend))
+
+    def _start_reconciler(self) -> None:
+        """Check the prepared claims against the API server now and every
+        `--reconcile-interval` seconds (the first check waits for the API client)."""
+        cfg = self.config
+        if cfg.reconcile_interval <= 0:
+            return
+        reconciler = ClaimReconciler(
+            self.preparer, DeferredClaimSource(self._api.get),
+            driver=cfg.driver_name, node=cfg.node_name, interval=cfg.reconcile_interval,
+            policy=ReconcilePolicy(grace=cfg.reconcile_grace),
+            on_reclaimed=self.metrics.reconciled)
+        reconciler.start()
+        self._stops.append(reconciler.stop)
 
     def _start_kubelet(self) -> None:
         """Connect the preparer to the sockets that serve already; they are stopped

@@ -72,6 +72,10 @@ def _run_in(tmp_path: Path, *args: str) -> list[str]:
      "'vendor:nvidia' is not a PCI vendor id like 0x10de"),
     (("--node-name", "n", "--sysfs-allow", "iface:a/b"), "not a network interface name"),
     (("--node-name", "n", "--sysfs-allow", "iface:eth0,,pci:03:00.0"), "'' is not key:value"),
+    (("--node-name", "n", "--reconcile-interval", "0.1"),
+     "--reconcile-interval=0.1: must be 0 (off) or between 0.5 and 86400"),
+    (("--node-name", "n", "--reconcile-interval", "-1"), "--reconcile-interval=-1"),
+    (("--node-name", "n", "--reconcile-grace", "soon"), "--reconcile-grace='soon': not a number"),
 ])
 def test_bad_flag_values_exit_2_with_one_clear_line(capsys, args, expected) -> None:
     assert expected in _one_line(_simdra(capsys, "run", *args))

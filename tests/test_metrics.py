@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.atomicfile import SYNC_THREAD_PREFIX
+from driver.claims.reconcile_plan import CLAIM_DELETED, REASONS
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.core.quantity import parse_quantity
 from driver.kubelet.health import DeviceHealth, HealthStatus
@@ -253,3 +254,13 @@ def test_registries_are_independent_and_stop_frees_the_port(serve):
     server.stop()  # idempotent
     with pytest.raises(urllib.error.URLError):
         scrape(port)
+
+
+def test_reconciled_claims_count_by_reason_and_start_at_zero(serve):
+    metrics = PluginMetrics()
+    port = serve(metrics)
+    samples = scrape(port)
+    for reason in REASONS:
+        assert value(samples, "simdra_reconciled_claims_total", reason=reason) == 0
+    metrics.reconciled(ClaimRef("default", "a", "uid-a"), CLAIM_DELETED)
+    assert value(scrape(port), "simdra_reconciled_claims_total", reason=CLAIM_DELETED) == 1

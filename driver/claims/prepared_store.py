@@ -28,6 +28,7 @@ from driver.claims.plan import PreparedClaim
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import label
 from driver.claims.prepare_planner import InventoryProvider
+from driver.claims.reconcile_plan import RecordedClaim
 from driver.claims.reserved import Reservation, reservation
 from driver.claims.types import ClaimRef
 
@@ -56,6 +57,9 @@ class PreparedStore:
         self.corrupt: dict[str, CorruptRecord] = {}
         self.reservations: dict[str, Reservation] = {}
         self.ledger = CapacityLedger()
+        # Claim UID -> when this process last answered a prepare from its record (wall
+        # clock): a record's mtime says when it was written, not when it was last used.
+        self.answered: dict[str, float] = {}
         self._stamp: Stamp | None = None
 
     # --- when memory is loaded ------------------------------------------------------
@@ -119,6 +123,7 @@ class PreparedStore:
                 problem, held.describe(),
             )
         self.records = records
+        self.answered = {uid: t for uid, t in self.answered.items() if uid in records}
         self.corrupt = {p.uid: p for p in problems}
         self.reservations = reservations
         self.ledger = ledger
@@ -126,8 +131,30 @@ class PreparedStore:
     def forget(self, claim_uid: str) -> None:
         """Drop an unprepared claim from memory (its files are already gone)."""
         self.records.pop(claim_uid, None)
+        self.answered.pop(claim_uid, None)
         self.reservations.pop(claim_uid, None)
         self.ledger.remove(claim_uid)
+
+    # --- when a record was last used (reconciliation) -------------------------------
+
+    def touched_at(self, claim_uid: str) -> float | None:
+        """When the claim's record was written or a prepare last answered from it (wall
+        clock seconds); None when it has no record (any more)."""
+        try:
+            written = self.checkpoint.path_for(claim_uid).stat().st_mtime
+        except (OSError, ValueError):
+            return None
+        return max(written, self.answered.get(claim_uid, written))
+
+    def recorded_claims(self) -> dict[str, RecordedClaim]:
+        """Every readable record with its devices and `touched_at`, for reconciliation."""
+        found = {}
+        for uid, claim in list(self.records.items()):
+            touched = self.touched_at(uid)
+            if touched is not None:
+                devices = frozenset(unit.key for unit in claim.units)
+                found[uid] = RecordedClaim(claim.claim, devices, touched)
+        return found
 
     def _with_counters(self, held: Reservation) -> list[tuple[str, str, Any]]:
         try:

@@ -33,12 +33,15 @@ The preparer's parts: this module is its public face and the serialized sections
 `prepare_planner` does everything before the first side effect, `commit_phases` the side
 effects in the order above, `prepared_store` the files and their mirror in memory
 (loading and start-up recovery), `prepare_items` the claims of a batch and their steps.
+`reclaim` is the unprepare of claims the kubelet will never unprepare, for
+`driver.claims.reconciler`.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
@@ -62,6 +65,7 @@ from driver.claims.prepare_items import (
 )
 from driver.claims.prepare_planner import DeviceHook, Fetched, InventoryProvider, PreparePlanner
 from driver.claims.prepared_store import PreparedStore
+from driver.claims.reconcile_plan import Reclaim, RecordedClaim
 from driver.claims.reserved import Reservation
 from driver.claims.rules import DEFAULT_RULES, ClaimRules
 from driver.claims.source import ClaimSource
@@ -155,6 +159,30 @@ class Preparer:
         that wait for the lock together are written together, as prepares are."""
         return self._unprepares.submit(claims)
 
+    def recorded(self) -> dict[str, RecordedClaim]:
+        """The prepared claims with when each was last prepared, for reconciliation."""
+        return self._store.recorded_claims()
+
+    def reclaim(self, claims: Sequence[Reclaim]) -> dict[str, UnprepareResult]:
+        """Unprepare claims the kubelet will never unprepare (`driver.claims.reconciler`)
+        the way NodeUnprepareResources does, but only those still recorded and not
+        prepared (record written, or a prepare answered from it) since their `since`:
+        checked inside the serialized section, so no prepare can slip in between."""
+        with self._serialize():
+            self._store.refresh()
+            try:
+                refs = [c.ref for c in claims if self._unused_since(c.ref.uid, c.since)]
+                answers = self._unprepare_all(refs) if refs else {}
+            finally:
+                self._store.remember_stamp()
+        return answers
+
+    def _unused_since(self, claim_uid: str, since: float) -> bool:
+        if claim_uid not in self._store.records:
+            return False  # unprepared meanwhile, or unreadable now
+        touched = self._store.touched_at(claim_uid)
+        return touched is not None and touched < since
+
     # --- the serialized sections ----------------------------------------------------
 
     def _prepare_batch(
@@ -222,6 +250,7 @@ class Preparer:
             recorded = store.records.get(ref.uid)
             if recorded is not None:
                 # Already prepared (kubelet restart, retry): same answer, no redo, no fetch.
+                store.answered[ref.uid] = time.time()  # in use: not to be reconciled
                 progress.step = "restore CDI spec"
                 store.ensure_spec(recorded)
                 self._report_status(ref, recorded)

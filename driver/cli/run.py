@@ -54,6 +54,11 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--metrics-port", "METRICS_PORT", "-1", "Prometheus metrics port (-1: off)"),
     ("--rescan-interval", "RESCAN_INTERVAL", "10",
      "seconds between device rescans (an inventory file is also watched for changes)"),
+    ("--reconcile-interval", "RECONCILE_INTERVAL", "60",
+     "seconds between checks of the prepared claims against the API server, which "
+     "unprepare claims the kubelet never will (0: off)"),
+    ("--reconcile-grace", "RECONCILE_GRACE", "300",
+     "seconds a claim must look leaked (and its record be old) before it is unprepared"),
     ("--claim-status", "CLAIM_STATUS", "false",
      "write status.devices of prepared claims (true/false; needs extra RBAC)"),
     ("--log-format", "LOG_FORMAT", "text", "log format: text or json"),
@@ -96,11 +101,22 @@ def config_from_args(args: argparse.Namespace) -> Config:
         healthcheck_port=integer(args.healthcheck_port, "--healthcheck-port", -1, 65535),
         metrics_port=integer(args.metrics_port, "--metrics-port", -1, 65535),
         rescan_interval=number(args.rescan_interval, "--rescan-interval", 0.5, 86400),
+        reconcile_interval=_interval(args.reconcile_interval, "--reconcile-interval"),
+        reconcile_grace=number(args.reconcile_grace, "--reconcile-grace", 0, 86400),
         claim_status=boolean(args.claim_status, "--claim-status"),
         log_format=check(args.log_format, "--log-format", lambda v: v in ("text", "json"),
                           "must be text or json"),
         verbosity=integer(args.verbosity, "--verbosity", 0, 10),
     )
+
+
+def _interval(value: str, flag: str) -> float:
+    """0 (off), or seconds between 0.5 and a day: a shorter period would only load the
+    API server."""
+    seconds = number(value, flag, 0, 86400)
+    if 0 < seconds < 0.5:
+        raise UsageError(f"{flag}={seconds:g}: must be 0 (off) or between 0.5 and 86400")
+    return seconds
 
 
 def _backend(value: str) -> str:

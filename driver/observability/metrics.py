@@ -7,6 +7,8 @@ global one), so a process, or a test, can build as many independent sets as it l
                                                           kubelet call (a batch of claims)
     simdra_prepare_total / simdra_unprepare_total         counter per claim, {result}:
                                                           "success" or "error"
+    simdra_reconciled_claims_total                        counter per claim unprepared by
+                                                          reconciliation, {reason}
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from driver.claims.reconcile_plan import REASONS
 from driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
 
 SUCCESS, ERROR = "success", "error"
@@ -51,6 +54,18 @@ class PluginMetrics:
         for counter in (self.prepare_total, self.unprepare_total):
             for result in (SUCCESS, ERROR):
                 counter.labels(result=result)  # present at 0 before the first claim
+        self.reconciled_total = Counter(
+            "simdra_reconciled_claims",
+            "Claims the kubelet would never unprepare, unprepared by reconciliation, by "
+            "reason (see driver.claims.reconcile_plan)",
+            ["reason"], registry=self.registry,
+        )
+        for reason in REASONS:
+            self.reconciled_total.labels(reason=reason)
+
+    def reconciled(self, _claim: ClaimRef, reason: str) -> None:
+        """Count one claim unprepared by reconciliation."""
+        self.reconciled_total.labels(reason=reason).inc()
 
 
 def count_results(

@@ -262,6 +262,19 @@ class Node:
             ),
         )
 
+    def restart_kubelet(
+        self, while_stopped: Callable[[], object] = lambda: None, ready_timeout: float = 180
+    ) -> None:
+        """Stop the kubelet (containers keep running), run `while_stopped`, start it again
+        with the same configuration and wait for Node Ready."""
+        self._terminate("kubelet", 20)
+        while_stopped()
+        made_root = self._made_kubelet_root  # ours still: stop() removes it
+        self._start_kubelet()
+        self._made_kubelet_root = made_root
+        wait_for(f"kubelet: node {self.name} Ready after a restart", self.is_ready,
+                 ready_timeout, self.kubelet_log)
+
     def _timed(self, what: str, step: Callable[[], object]) -> None:
         """Run a step and note how long it took in node-steps.log (budgets)."""
         began = time.monotonic()

@@ -1,0 +1,197 @@
+"""Which prepared claims the kubelet will never unprepare (pure): the decision half of
+reconciliation; `driver.claims.reconciler` reads the API and acts on the plan.
+
+A record is leaked when its claim, as the API server has it now:
+
+    claim_deleted       is gone (404);
+    uid_changed         is another object under the same namespace/name;
+    deallocated         has no allocation any more;
+    allocation_changed  names other devices than the record, or a node selector that
+                        excludes this node;
+    not_reserved        is reserved for nobody (status.reservedFor empty).
+
+The kubelet prepares a claim only for a pod in its reservedFor, and the allocation of a
+node-local device pins every such pod to this node, so a claim that is still allocated
+as recorded and reserved for anyone is left alone, whoever the consumer is.
+
+Any of these is also what the API shows for a while around an ordinary unprepare (the
+kubelet unprepares after the containers stop, before the pod's final status, and
+retries failures every 60 s), so a leak is acted on only once it has lasted:
+
+- the condition held on at least `min_checks` consecutive checks (a check that did not
+  see it, or could not read the claim, starts over), for at least `grace` seconds since
+  the first of them;
+- the record is at least `grace` seconds old, and nothing prepared the claim (wrote its
+  record or answered from it) since the first of those checks began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from driver.claims.types import ClaimRef
+
+CLAIM_DELETED = "claim_deleted"
+UID_CHANGED = "uid_changed"
+DEALLOCATED = "deallocated"
+ALLOCATION_CHANGED = "allocation_changed"
+NOT_RESERVED = "not_reserved"
+REASONS = (CLAIM_DELETED, UID_CHANGED, DEALLOCATED, ALLOCATION_CHANGED, NOT_RESERVED)
+
+DeviceKey = tuple[str, str, str | None]  # (pool, device, shareID)
+
+
+@dataclass(frozen=True)
+class RecordedClaim:
+    """A prepared claim as the reconciler sees it: identity, devices, last prepare."""
+
+    ref: ClaimRef
+    devices: frozenset[DeviceKey]
+    touched_at: float  # wall-clock seconds: record written, or a prepare answered from it
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A record whose claim looked leaked on every check since `since`."""
+
+    reason: str  # as of the latest check
+    since: float  # when the first of these checks began
+    checks: int
+
+
+@dataclass(frozen=True)
+class Reclaim:
+    """Unprepare this claim, unless something prepared it after `since`."""
+
+    ref: ClaimRef
+    reason: str
+    since: float
+
+
+@dataclass(frozen=True)
+class ReconcilePolicy:
+    """How long a leak must last before it is acted on (see the module docstring)."""
+
+    grace: float = 300.0
+    min_checks: int = 2
+
+
+@dataclass(frozen=True)
+class ReconcilePlan:
+    """What one check decided: claims to unprepare now, suspects for the next check."""
+
+    reclaim: tuple[Reclaim, ...]
+    suspects: Mapping[str, Suspect]
+
+
+def plan_reconcile(
+    records: Mapping[str, RecordedClaim],
+    seen: Mapping[str, Mapping[str, Any] | None],
+    suspects: Mapping[str, Suspect],
+    now: float,
+    *,
+    driver: str,
+    node: str,
+    policy: ReconcilePolicy,
+) -> ReconcilePlan:
+    """Decide one check. `seen`: claim UID -> the claim its record names as read in this
+    check (None: 404); a UID missing from it could not be read. `suspects`: the previous
+    check's plan.suspects. `now`: when this check began (before its reads)."""
+    reclaim: list[Reclaim] = []
+    kept: dict[str, Suspect] = {}
+    for uid, record in records.items():
+        if uid not in seen:
+            continue  # unreadable now: no evidence either way, the count starts over
+        reason = leak_reason(record, seen[uid], driver=driver, node=node)
+        if reason is None:
+            continue
+        before = suspects.get(uid)
+        if before is None or record.touched_at >= before.since:
+            suspect = Suspect(reason, now, 1)
+        else:
+            suspect = Suspect(reason, before.since, before.checks + 1)
+        if _due(suspect, record, now, policy):
+            reclaim.append(Reclaim(record.ref, reason, suspect.since))
+        else:
+            kept[uid] = suspect
+    return ReconcilePlan(tuple(reclaim), kept)
+
+
+def _due(suspect: Suspect, record: RecordedClaim, now: float, policy: ReconcilePolicy) -> bool:
+    return (
+        suspect.checks >= policy.min_checks
+        and now - suspect.since >= policy.grace
+        and now - record.touched_at >= policy.grace
+        and record.touched_at < suspect.since
+    )
+
+
+def leak_reason(
+    record: RecordedClaim, claim: Mapping[str, Any] | None, *, driver: str, node: str
+) -> str | None:
+    """Why the kubelet will never unprepare this record's claim, or None while it may."""
+    if claim is None:
+        return CLAIM_DELETED
+    if _get(claim, "metadata", "uid") != record.ref.uid:
+        return UID_CHANGED
+    allocation = _get(claim, "status", "allocation")
+    if not isinstance(allocation, Mapping):
+        return DEALLOCATED
+    if not record.devices <= allocated_devices(allocation, driver) or _excludes(
+        allocation.get("nodeSelector"), node
+    ):
+        return ALLOCATION_CHANGED
+    if not _get(claim, "status", "reservedFor"):
+        return NOT_RESERVED
+    return None
+
+
+def allocated_devices(allocation: Mapping[str, Any], driver: str) -> frozenset[DeviceKey]:
+    """(pool, device, shareID) of every allocation result of `driver`."""
+    results = _get(allocation, "devices", "results")
+    found: set[DeviceKey] = set()
+    for result in _items(results):
+        if not isinstance(result, Mapping) or result.get("driver") != driver:
+            continue
+        pool, device, share = result.get("pool"), result.get("device"), result.get("shareID")
+        if isinstance(pool, str) and isinstance(device, str):
+            found.add((pool, device, share if isinstance(share, str) and share else None))
+    return frozenset(found)
+
+
+def _excludes(selector: Any, node: str) -> bool:
+    """True only when the selector surely does not select `node` by name: every term
+    requires a `metadata.name` field the node's name fails. Label requirements cannot
+    be judged without the Node object: such a selector may select this node."""
+    terms = selector.get("nodeSelectorTerms") if isinstance(selector, Mapping) else None
+    if not isinstance(terms, list) or not terms:
+        return False
+    return all(_term_excludes(term, node) for term in terms)
+
+
+def _term_excludes(term: Any, node: str) -> bool:
+    fields = term.get("matchFields") if isinstance(term, Mapping) else None
+    return any(_field_excludes(req, node) for req in _items(fields))
+
+
+def _field_excludes(requirement: Any, node: str) -> bool:
+    if not isinstance(requirement, Mapping) or requirement.get("key") != "metadata.name":
+        return False
+    values = requirement.get("values")
+    names = set(_items(values))
+    operator = requirement.get("operator")
+    return (operator == "In" and node not in names) or (operator == "NotIn" and node in names)
+
+
+def _items(value: Any) -> Iterable[Any]:
+    return value if isinstance(value, list) else ()
+
+
+def _get(value: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
