@@ -206,7 +206,7 @@ class Plugin:
             self.preparer, DeferredClaimSource(self._api.get),
             driver=cfg.driver_name, node=cfg.node_name, interval=cfg.reconcile_interval,
             policy=ReconcilePolicy(grace=cfg.reconcile_grace),
-            on_reclaimed=self.metrics.reconciled)
+            on_reclaimed=self.metrics.reconciled if self.metrics is not None else None)
         reconciler.start()
         self._stops.append(reconciler.stop)
 
