@@ -67,11 +67,13 @@ def consumed_amount(
 
 
 def consumed_text(capacity: Mapping[str, Any], requested: str | None = None) -> str:
-    """The consumedCapacity string the scheduler writes for one share: the quantity as
-    written wherever an amount is taken as is (the request, the policy's default or min,
-    a valid value, the capacity value), and an amount rounded to a step as a new BinarySI
-    quantity reads back ("1953125Ki" for 2G, "1G" for 1G). Only the amount matters to a
-    driver, but one that compares strings must meet the real ones here too."""
+    """The consumedCapacity string the 1.37 scheduler writes for one share: the quantity
+    as written wherever an amount is taken as is (the request, also one already on a
+    step, the policy's default or min, a valid value, the capacity value), and an amount
+    rounded up to a step as a new BinarySI quantity reads back ("1000000008" for
+    1000000001). 1.36 also rewrote a request already on a step ("1953125Ki" for 2G).
+    Only the amount matters to a driver, but one that compares strings must meet the
+    real ones here too."""
     policy = capacity.get("requestPolicy") or None
     if requested is None:
         if policy and policy.get("default") is not None:
@@ -82,7 +84,8 @@ def consumed_text(capacity: Mapping[str, Any], requested: str | None = None) -> 
         if parse_quantity(requested) < parse_quantity(valid_range["min"]):
             return str(valid_range["min"])
         amount = consumed_amount(capacity, requested)
-        if valid_range.get("step") is None or isinstance(amount, NoFit):
+        if (valid_range.get("step") is None or isinstance(amount, NoFit)
+                or amount == parse_quantity(requested)):
             return str(requested)
         return binary_si_text(amount)
     for candidate in (policy or {}).get("validValues") or []:

@@ -279,7 +279,16 @@ def test_qualified_capacity_name_matches_the_unqualified_published_one():
     slices = [resource_slice(NIC, [nic(0)])]
     request = exactly("nic", NIC, capacity={"requests": {f"{NIC}/bandwidth": "2G"}})
     result = allocate(claim("a", request), slices, CLASSES)["devices"]["results"][0]
-    # Step-rounded amounts are new BinarySI quantities: 2G reads back as 1953125Ki.
+    # Already on a step: written as requested (1.37; 1.36 wrote 1953125Ki).
+    assert result["consumedCapacity"]["bandwidth"] == "2G"
+
+
+def test_an_amount_rounded_up_to_a_step_is_written_as_a_new_quantity():
+    slices = [resource_slice(NIC, [nic(0)])]
+    request = exactly("nic", NIC, capacity={"requests": {"bandwidth": "1999999999"}})
+    result = allocate(claim("a", request), slices, CLASSES)["devices"]["results"][0]
+    # Not a multiple of the step (8): rounded up to 2000000000, which reads back as the
+    # BinarySI quantity the scheduler creates.
     assert result["consumedCapacity"]["bandwidth"] == "1953125Ki"
 
 
