@@ -32,8 +32,10 @@ def _for_real_node(obj: JSON) -> JSON:
     for c in spec["containers"]:
         assert c["image"] in IMAGES, f"example image {c['image']} has no local copy on the node"
         c["image"], c["imagePullPolicy"] = IMAGES[c["image"]], "Never"
-    target = obj["spec"] if obj["kind"] == "Pod" else obj["spec"]["template"]
-    target["spec"] = realnode.on_real_node(spec)
+    if obj["kind"] == "Pod":
+        obj["spec"] = realnode.on_real_node(spec)
+    else:
+        obj["spec"]["template"]["spec"] = realnode.on_real_node(spec)
     return obj
 
 
