@@ -57,6 +57,7 @@ def test_node_kubelet_restart_keeps_prepared_claims(
     wait("restarted kubelet registers the plugin again", lambda: _registered_since(log, offset),
          90, log)
     wait("restarted kubelet reports the node Ready", kube.node.is_ready, 90, log)
+    plugin.wait_ready()  # its readiness is probed afresh by the new kubelet
 
     for n in names:
         assert _container_ids(kube, n) == containers[n], f"{n}: containers changed"
