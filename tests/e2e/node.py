@@ -488,7 +488,8 @@ state = "{cd / "state"}"
         self._made_kubelet_root = not self.kubelet_root.exists()
         self.kubelet_root.mkdir(parents=True, exist_ok=True)
         cfg = self.run_dir / "kubelet-config.yaml"
-        cfg.write_text(json.dumps(self._kubelet_config(), indent=2))  # JSON is YAML
+        if not cfg.exists():  # a restart keeps it: same ports, so the API server finds us
+            cfg.write_text(json.dumps(self._kubelet_config(), indent=2))  # JSON is YAML
         args = [
             str(self.bin.kubelet),
             f"--config={cfg}",
@@ -508,8 +509,9 @@ state = "{cd / "state"}"
         self._spawn("kubelet", args, env, self.kubelet_log)
 
     def restart_kubelet(self, grace: float = 20) -> int:
-        """Stop the kubelet (SIGTERM) and start it again on the same root dir, so it
-        resumes from its checkpoints while containerd and the containers keep running.
+        """Stop the kubelet (SIGTERM) and start it again with the same config and root
+        dir, so it resumes from its checkpoints while containerd and the containers keep
+        running.
         Returns the size of the kubelet log at the restart: what follows is the new
         kubelet's."""
         self._terminate("kubelet", grace)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..realnode import (
+    PLUGIN_NAMESPACE,
     Kube,
     PluginDeployment,
     cdi_files,
@@ -27,6 +28,14 @@ def _registered_since(log: Path, offset: int) -> bool:
         "RegisterPlugin started" in line and "dra.example.com" in line
         for line in text.splitlines()
     )
+
+
+def _serves_log(plugin: PluginDeployment) -> bool:
+    """The API server reaches the kubelet for the plugin pod's log (after a restart, the
+    kubelet's server comes up a moment after the Node is Ready again)."""
+    [pod] = plugin.ready_pods()
+    return plugin.cp.kubectl("logs", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"],
+                             "--tail=1", check=False).returncode == 0
 
 
 def _container_ids(kube: Kube, name: str) -> list[tuple[str, int]]:
@@ -58,6 +67,7 @@ def test_node_kubelet_restart_keeps_prepared_claims(
          90, log)
     wait("restarted kubelet reports the node Ready", kube.node.is_ready, 90, log)
     plugin.wait_ready()  # its readiness is probed afresh by the new kubelet
+    wait("restarted kubelet serves the plugin pod's log", lambda: _serves_log(plugin), 60, log)
 
     for n in names:
         assert _container_ids(kube, n) == containers[n], f"{n}: containers changed"
