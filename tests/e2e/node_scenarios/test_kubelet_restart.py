@@ -33,9 +33,10 @@ def _registered_since(log: Path, offset: int) -> bool:
 def _serves_log(plugin: PluginDeployment) -> bool:
     """The API server reaches the kubelet for the plugin pod's log (after a restart, the
     kubelet's server comes up a moment after the Node is Ready again)."""
-    [pod] = plugin.ready_pods()
-    return plugin.cp.kubectl("logs", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"],
-                             "--tail=1", check=False).returncode == 0
+    pods = plugin.ready_pods()
+    return len(pods) == 1 and plugin.cp.kubectl(
+        "logs", "-n", PLUGIN_NAMESPACE, pods[0]["metadata"]["name"], "--tail=1", check=False
+    ).returncode == 0
 
 
 def _container_ids(kube: Kube, name: str) -> list[tuple[str, int]]:
