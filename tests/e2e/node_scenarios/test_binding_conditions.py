@@ -8,8 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 
-import pytest
-
+from .. import realnode
 from ..realnode import (
     DRIVER,
     NAMESPACE,
@@ -58,13 +57,12 @@ def _events(kube: Kube, pod: str) -> list[str]:
 def test_node_binding_conditions_hold_the_pod(kube: Kube, plugin: PluginDeployment) -> None:
     """The pod waits unbound (nothing prepared) while Attached is not True, then binds,
     runs and sees the device once it is."""
+    realnode.require_feature(kube.cp, "DRADeviceBindingConditions")
     with plugin.using("fake-inventory", inventory=INVENTORY):
         plugin.wait_devices({(kube.node.name, DEVICE)})
         slices = node_slices(kube.cp, kube.node.name)
         [published] = [d for s in slices for d in s["spec"]["devices"]]
-        if "bindingConditions" not in published:
-            pytest.skip(f"Kubernetes {kube.cp.version()} drops bindingConditions from "
-                        "ResourceSlices (DRADeviceBindingConditions off)")
+        assert published.get("bindingConditions") == ["Attached"], published
         kube.template("attach", "gpu.dra.example.com")
         kube.pod("attach-pod", "attach")
         wait("scheduler waits for the binding conditions of attach-pod (BindingConditionsPending)",
