@@ -508,19 +508,6 @@ state = "{cd / "state"}"
         env = dict(os.environ, PATH=f"{self.bin.containerd_bin}:{os.environ['PATH']}")
         self._spawn("kubelet", args, env, self.kubelet_log)
 
-    def restart_kubelet(self, grace: float = 20) -> int:
-        """Stop the kubelet (SIGTERM) and start it again with the same config and root
-        dir, so it resumes from its checkpoints while containerd and the containers keep
-        running.
-        Returns the size of the kubelet log at the restart: what follows is the new
-        kubelet's."""
-        self._terminate("kubelet", grace)
-        offset = self.kubelet_log.stat().st_size
-        made = self._made_kubelet_root  # the root dir exists now; stop() must still know
-        self._start_kubelet()
-        self._made_kubelet_root = made
-        return offset
-
     def _spawn(self, name: str, args: list[str], env: dict[str, str], log: Path) -> None:
         with open(log, "ab") as out:
             # Own session: Ctrl-C reaches pytest, whose finally stops us in order.

@@ -63,10 +63,10 @@ def test_node_kubelet_restart_keeps_prepared_claims(
     containers = {n: _container_ids(kube, n) for n in names}
 
     log = kube.node.kubelet_log
-    offset = kube.node.restart_kubelet()
+    offset = log.stat().st_size  # what follows is the restarted kubelet's
+    kube.node.restart_kubelet()  # and waits for Node Ready
     wait("restarted kubelet registers the plugin again", lambda: _registered_since(log, offset),
          90, log)
-    wait("restarted kubelet reports the node Ready", kube.node.is_ready, 90, log)
     plugin.wait_ready()  # its readiness is probed afresh by the new kubelet
     wait("restarted kubelet serves the plugin pod's log", lambda: _serves_log(plugin), 60, log)
 
