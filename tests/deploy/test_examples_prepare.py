@@ -3,7 +3,9 @@ the API stand-in, allocated by the scheduler stand-in against the devices the pl
 publishes when configured as each overlay the file names (`# Overlays: ...`), and
 prepared by the real plugin process through the kubelet emulator.
 
-The e2e job does the same on a real cluster; this is the part that needs no cluster.
+tests/e2e/node_scenarios/test_deploy_examples.py runs them on a real kubelet and
+containerd (pods running, env checked in the container); this is the part that needs no
+cluster.
 """
 
 from __future__ import annotations

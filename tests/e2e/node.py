@@ -488,7 +488,8 @@ state = "{cd / "state"}"
         self._made_kubelet_root = not self.kubelet_root.exists()
         self.kubelet_root.mkdir(parents=True, exist_ok=True)
         cfg = self.run_dir / "kubelet-config.yaml"
-        cfg.write_text(json.dumps(self._kubelet_config(), indent=2))  # JSON is YAML
+        if not cfg.exists():  # a restart keeps it: same ports, so the API server finds us
+            cfg.write_text(json.dumps(self._kubelet_config(), indent=2))  # JSON is YAML
         args = [
             str(self.bin.kubelet),
             f"--config={cfg}",

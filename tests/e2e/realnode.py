@@ -13,6 +13,7 @@ the log file to read.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
@@ -42,6 +43,8 @@ PLUGINS_DIR = Path("/var/lib/kubelet/plugins")  # KUBELET_PLUGINS_DIRECTORY_PATH
 # The plugin's state: deploy/base mounts this one directory (hostPath) at the same path.
 DATA_DIR = f"{PLUGINS_DIR}/{DRIVER}"
 JSON = dict[str, Any]
+PRINT_ENV = "env | grep ^SIMDRA_ | sort; exec sleep 3600"
+BUSYBOX = "localhost/simdra-e2e/busybox:1"  # tests/e2e/images.sh, imported by the node
 
 
 def _script(name: str, *args: str) -> Path:
@@ -200,6 +203,7 @@ class PluginDeployment:
     overlay: str
     workdir: Path
     tag: str = "e2e"
+    inventory: str | None = None  # replaces the inventory file of fake-inventory
 
     @property
     def kustomization(self) -> Path:
@@ -219,6 +223,26 @@ class PluginDeployment:
             "    patch: |-\n"
             "      - op: add\n        path: /spec/template/spec/nodeSelector\n"
             f'        value: {{{NODE_LABEL}: "true"}}\n'
+            + self._inventory_patches()
+        )
+
+    def _inventory_patches(self) -> str:
+        """With `inventory`: the ConfigMap's file replaced, and its hash in the pod
+        template so that the DaemonSet rolls (a mounted ConfigMap alone does not)."""
+        if self.inventory is None:
+            return ""
+        digest = hashlib.sha256(self.inventory.encode()).hexdigest()[:16]
+        configmap = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "simdra-inventory", "namespace": PLUGIN_NAMESPACE},
+            "data": {"inventory.yaml": self.inventory},
+        }
+        return (
+            "      - op: add\n"
+            "        path: /spec/template/metadata/annotations/simdra.e2e~1inventory\n"
+            f"        value: {digest}\n"
+            f"  - patch: {json.dumps(json.dumps(configmap))}\n"
         )
 
     def apply(self) -> None:
@@ -272,16 +296,38 @@ class PluginDeployment:
         return "; ".join(parts) or "no plugin pods"
 
     @contextlib.contextmanager
-    def using(self, overlay: str) -> Iterator[None]:
-        """Switch the DaemonSet to another overlay (a rolling update) and back after."""
-        before = self.overlay
-        self.overlay = overlay
+    def using(self, overlay: str, inventory: str | None = None) -> Iterator[None]:
+        """Switch the DaemonSet to another overlay (a rolling update; `inventory`: its
+        inventory file instead of the overlay's) and back after, when the node publishes
+        the devices it had before again."""
+        before, before_inventory, devices = self.overlay, self.inventory, self.devices()
+        self.overlay, self.inventory = overlay, inventory
         self.apply_and_roll()
         try:
             yield
         finally:
-            self.overlay = before
+            self.overlay, self.inventory = before, before_inventory
             self.apply_and_roll()
+            self.wait_devices(devices)
+
+    def devices(self) -> set[tuple[str, str]]:
+        """(pool, device) of every device the node's slices publish."""
+        return {
+            (s["spec"]["pool"]["name"], d["name"])
+            for s in node_slices(self.cp, self.node.name)
+            for d in s["spec"].get("devices") or []
+        }
+
+    def wait_devices(self, expected: set[tuple[str, str]], timeout: float = 90) -> None:
+        """Wait until the node publishes exactly `expected` (an old instance's slices
+        replaced after a roll)."""
+        wait(
+            f"ResourceSlices of {self.node.name} publish {len(expected)} expected devices",
+            lambda: self.devices() == expected,
+            timeout,
+            self.node.kubelet_log,
+            lambda: f"differ in {sorted(self.devices() ^ expected)[:6]}",
+        )
 
     def apply_and_roll(self, timeout: float = 180) -> None:
         """Apply the overlay and wait until only pods of the new template serve."""
@@ -319,6 +365,12 @@ class PluginDeployment:
         """The Ready plugin pod's log."""
         [pod] = self.ready_pods()
         return self.cp.kubectl("logs", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"]).stdout
+
+    def prepares_of(self, claim: JSON) -> int:
+        """How often the Ready plugin pod did the work of preparing `claim` (its
+        "prepared claim ns/name (uid U)" log line; an answer from the record of an
+        already prepared claim writes nothing and logs no such line)."""
+        return self.logs().count(f"prepared claim {claim_ref(claim)}:")
 
     def delete(self) -> None:
         """Remove what the overlay made, except the DeviceClasses the run's other
@@ -477,32 +529,66 @@ class Kube:
         }
         self.resource.create_namespaced_resource_claim_template(NAMESPACE, body)
 
-    def pod(
-        self, name: str, template: str, command: str = "env | grep ^SIMDRA_ | sort; exec sleep 3600"
-    ) -> None:
+    def pod(self, name: str, template: str, command: str = PRINT_ENV) -> None:
         """A busybox pod on the real node whose container uses one claim from `template`."""
+        self.create_pod(
+            name,
+            [container("app", [{"name": "dev"}], command)],
+            [{"name": "dev", "resourceClaimTemplateName": template}],
+        )
+
+    def create_pod(
+        self, name: str, containers: list[JSON], resource_claims: list[JSON] | None = None
+    ) -> None:
+        """A pod on the real node with these containers (`container()`) and
+        spec.resourceClaims."""
         body = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {
-                "nodeSelector": {NODE_LABEL: "true"},
-                "dnsPolicy": "Default",  # no cluster DNS here
-                "terminationGracePeriodSeconds": 1,
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "app",
-                        "image": "localhost/simdra-e2e/busybox:1",
-                        "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", command],
-                        "resources": {"claims": [{"name": "dev"}]},
-                    }
-                ],
-                "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}],
-            },
+            "spec": on_real_node({"containers": containers, "restartPolicy": "Never",
+                                  "resourceClaims": resource_claims or []}),
         }
         self.core.create_namespaced_pod(NAMESPACE, body)
+
+    def claim(self, name: str, requests: list[JSON], config: list[JSON] | None = None) -> JSON:
+        """A ResourceClaim with these requests (`request()`) and opaque config entries."""
+        devices: JSON = {"requests": requests, **({"config": config} if config else {})}
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"devices": devices},
+        }
+        return self.api.sanitize_for_serialization(
+            self.resource.create_namespaced_resource_claim(NAMESPACE, body)
+        )
+
+    @contextlib.contextmanager
+    def device_class(self, name: str, device_type: str, **spec: Any) -> Iterator[None]:
+        """A DeviceClass of this driver's devices of `device_type`, with more spec fields
+        (`config`, `extendedResourceName`); deleted after."""
+        expression = (
+            f'device.driver == "{DRIVER}" && '
+            f'device.attributes["{DRIVER}"].type == "{device_type}"'
+        )
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": expression}}], **spec},
+        }
+        self.resource.create_device_class(body)
+        try:
+            yield
+        finally:
+            self.resource.delete_device_class(name)
+
+    def read_claim(self, name: str) -> JSON:
+        """The ResourceClaim `name` of NAMESPACE as it is now."""
+        return self.api.sanitize_for_serialization(
+            self.resource.read_namespaced_resource_claim(name, NAMESPACE)
+        )
 
     def get_pod(self, name: str) -> JSON | None:
         try:
@@ -538,13 +624,16 @@ class Kube:
         )
         return self.get_pod(name) or {}
 
-    def env(self, name: str, timeout: float = 60) -> dict[str, str]:
-        """The SIMDRA_ variables the pod's container printed (its log, via the kubelet)."""
+    def env(
+        self, name: str, timeout: float = 60, container: str | None = None
+    ) -> dict[str, str]:
+        """The SIMDRA_ variables the pod's container printed (its log, via the kubelet);
+        `container` names one of several."""
         out: dict[str, str] = {}
 
         def printed() -> bool:
             try:
-                text = self.core.read_namespaced_pod_log(name, NAMESPACE)
+                text = self.core.read_namespaced_pod_log(name, NAMESPACE, container=container)
             except ApiException:
                 return False
             out.clear()
@@ -552,7 +641,7 @@ class Kube:
             return bool(out)
 
         wait(
-            f"pod {NAMESPACE}/{name} printed its env",
+            f"pod {NAMESPACE}/{name} {container or ''} printed its env",
             printed,
             timeout,
             self.node.kubelet_log,
@@ -599,6 +688,8 @@ class Kube:
             120,
             self.node.kubelet_log,
         )
+        # Claims made by hand (`claim()`); those of templates went with their pods.
+        self.resource.delete_collection_namespaced_resource_claim(NAMESPACE)
 
 
 @pytest.fixture
@@ -630,3 +721,57 @@ def allocated(claim: JSON) -> list[JSON]:
 def spec_file(claim: JSON) -> str:
     """The name of the CDI spec file the plugin writes for the claim."""
     return f"k8s.dra.example.com-device_{claim['metadata']['uid']}.json"
+
+
+def claim_ref(claim: JSON) -> str:
+    """`ns/name (uid U)`: how the plugin's log names a claim."""
+    meta = claim["metadata"]
+    return f"{meta['namespace']}/{meta['name']} (uid {meta['uid']})"
+
+
+
+def container(
+    name: str,
+    claims: list[JSON] | None = None,
+    command: str = PRINT_ENV,
+    limits: dict[str, str] | None = None,
+) -> JSON:
+    """A busybox container that prints its SIMDRA_ env and sleeps; `claims` is its
+    resources.claims (`{"name": ..., "request": ...}`), `limits` its resources.limits."""
+    resources: JSON = {"claims": claims} if claims else {}
+    if limits:
+        resources["limits"] = limits
+    return {
+        "name": name,
+        "image": BUSYBOX,
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", command],
+        "resources": resources,
+    }
+
+
+def on_real_node(spec: JSON) -> JSON:
+    """A pod spec pinned to the real node, quick to delete, with no cluster DNS (there is
+    none here)."""
+    return {
+        **spec,
+        "nodeSelector": {NODE_LABEL: "true"},
+        "dnsPolicy": "Default",
+        "terminationGracePeriodSeconds": 1,
+    }
+
+
+def request(
+    name: str, device_class: str, capacity: dict[str, str] | None = None, count: int = 1
+) -> JSON:
+    """One `exactly` request of a claim spec."""
+    exactly: JSON = {"deviceClassName": device_class, "allocationMode": "ExactCount",
+                     "count": count}
+    if capacity:
+        exactly["capacity"] = {"requests": capacity}
+    return {"name": name, "exactly": exactly}
+
+
+def cdi_mtimes() -> dict[str, int]:
+    """The driver's CDI spec files on the node and their mtime (ns)."""
+    return {n: (CDI_ROOT / n).stat().st_mtime_ns for n in cdi_files()}

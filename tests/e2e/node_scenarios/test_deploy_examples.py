@@ -1,0 +1,123 @@
+"""Every deploy/examples/ workload on the real node, under each overlay its
+"# Overlays:" header names: applied as written (only the image mapped to the node's
+local busybox and the pods pinned to the real node), its pods run and each container
+sees the devices of its claims."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes.client.rest import ApiException
+
+from tests.deploy.test_examples_prepare import EXAMPLES, workload_files
+
+from .. import realnode
+from ..realnode import JSON, Kube, PluginDeployment, unit_env, wait
+
+NAMESPACE = "simdra-demo"  # deploy/examples/namespace.yaml
+IMAGES = {"busybox:1.36": realnode.BUSYBOX}  # the examples' images -> the node's copies
+INVENTORY_CONFIGMAP = realnode.REPO / "deploy/overlays/fake-inventory/inventory-configmap.yaml"
+
+
+def _for_real_node(obj: JSON) -> JSON:
+    """The object with its pod template pinned to the real node and local images."""
+    body = obj.get("spec") or {}
+    spec = body if obj["kind"] == "Pod" else body.get("template", {}).get("spec")
+    if spec is None:
+        return obj
+    for c in spec["containers"]:
+        assert c["image"] in IMAGES, f"example image {c['image']} has no local copy on the node"
+        c["image"], c["imagePullPolicy"] = IMAGES[c["image"]], "Never"
+    if obj["kind"] == "Pod":
+        obj["spec"] = realnode.on_real_node(spec)
+    else:
+        obj["spec"]["template"]["spec"] = realnode.on_real_node(spec)
+    return obj
+
+
+def _documents(files: list[str]) -> list[JSON]:
+    names = ["namespace.yaml", "quota.yaml", *files]
+    return [_for_real_node(d) for n in names
+            for d in yaml.safe_load_all((EXAMPLES / n).read_text()) if d]
+
+
+def _expected_pods(docs: list[JSON]) -> int:
+    return sum(1 if d["kind"] == "Pod" else d["spec"].get("replicas", 1)
+               for d in docs if d["kind"] in ("Pod", "Deployment"))
+
+
+def _inventory_devices(node: str) -> set[tuple[str, str]]:
+    """(pool, device) of the fake-inventory overlay's inventory file on `node`."""
+    configmap = yaml.safe_load(INVENTORY_CONFIGMAP.read_text())
+    pools = yaml.safe_load(configmap["data"]["inventory.yaml"])["pools"]
+    return {(p["name"].replace("{node}", node), d["name"]) for p in pools for d in p["devices"]}
+
+
+@contextlib.contextmanager
+def _overlay(plugin: PluginDeployment, overlay: str) -> Iterator[None]:
+    if overlay == plugin.overlay:
+        yield
+        return
+    with plugin.using(overlay):
+        if overlay == "fake-inventory":
+            plugin.wait_devices(_inventory_devices(plugin.node.name))
+        yield
+
+
+def _claims_of(kube: Kube, pod: Any) -> list[JSON]:
+    """The ResourceClaims a pod uses: named ones and those made from its templates."""
+    made = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses or []}
+    names = [c.resource_claim_name or made.get(c.name) for c in pod.spec.resource_claims or []]
+    return [kube.api.sanitize_for_serialization(
+        kube.resource.read_namespaced_resource_claim(n, NAMESPACE)) for n in names if n]
+
+
+def _printed_env(kube: Kube, pod: str) -> dict[str, str]:
+    try:
+        text = kube.core.read_namespaced_pod_log(pod, NAMESPACE)
+    except ApiException:
+        return {}
+    return dict(line.split("=", 1) for line in text.splitlines() if line.startswith("SIMDRA_"))
+
+
+def _namespace_gone(kube: Kube) -> None:
+    kube.cp.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
+    wait(f"namespace {NAMESPACE} deleted", lambda: not kube.core.list_namespace(
+        field_selector=f"metadata.name={NAMESPACE}").items, 180, kube.node.kubelet_log)
+
+
+@pytest.mark.parametrize("overlay", sorted({o for os in workload_files().values() for o in os}))
+def test_node_deploy_examples_run(kube: Kube, plugin: PluginDeployment, overlay: str) -> None:
+    """The examples that name `overlay`, applied together on it: every pod runs, and each
+    container's env names exactly the devices allocated to its claims."""
+    files = [f for f, overlays in workload_files().items() if overlay in overlays]
+    docs = _documents(files)
+    with _overlay(plugin, overlay):
+        try:
+            kube.cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+            expected = _expected_pods(docs)
+
+            def running() -> list[Any]:
+                pods = kube.core.list_namespaced_pod(NAMESPACE).items
+                return [p for p in pods if p.status.phase == "Running"]
+
+            wait(f"{expected} example pods of {', '.join(files)} Running on {overlay}",
+                 lambda: len(running()) == expected, 180, kube.node.kubelet_log,
+                 lambda: str([(p.metadata.name, p.status.phase) for p in
+                              kube.core.list_namespaced_pod(NAMESPACE).items]))
+            for pod in running():
+                claims = _claims_of(kube, pod)
+                name = pod.metadata.name
+                wait(f"example pod {name} printed its env",
+                     lambda name=name: bool(_printed_env(kube, name)), 60, kube.node.kubelet_log)
+                units = unit_env(_printed_env(kube, name)).values()
+                assert sorted(u["NAME"] for u in units) == sorted(
+                    r["device"] for c in claims for r in realnode.allocated(c)), name
+                assert {u["CLAIM_UID"] for u in units} == {c["metadata"]["uid"] for c in claims}
+                assert {realnode.spec_file(c) for c in claims} <= realnode.cdi_files()
+        finally:
+            _namespace_gone(kube)
