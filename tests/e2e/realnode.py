@@ -466,6 +466,26 @@ def plugin_usage() -> JSON:
     return json.loads(res.stdout)
 
 
+def slice_device(cp: ControlPlane, node: str, name: str) -> JSON | None:
+    """Device `name` as the driver's ResourceSlices of `node` publish it, or None."""
+    for s in node_slices(cp, node):
+        for d in s["spec"].get("devices") or []:
+            if d["name"] == name:
+                return dict(d)
+    return None
+
+
+def served_version(cp: ControlPlane, group: str, resource: str) -> str | None:
+    """The newest version of `group` whose discovery lists `resource`, or None."""
+    found = json.loads(cp.kubectl("get", "--raw", f"/apis/{group}").stdout)
+    for version in found.get("versions") or []:  # discovery lists the preferred first
+        gv = version["groupVersion"]
+        listed = json.loads(cp.kubectl("get", "--raw", f"/apis/{gv}").stdout)
+        if any(r["name"] == resource for r in listed.get("resources") or []):
+            return str(gv)
+    return None
+
+
 def cdi_files() -> set[str]:
     """The driver's CDI spec files on the node."""
     prefix = f"k8s.{DRIVER}-device_"
@@ -512,20 +532,24 @@ class Kube:
     ) -> None:
         """A ResourceClaimTemplate with one request for `count` devices of a class
         (optionally with a CEL selector)."""
-        exactly: JSON = {
-            "deviceClassName": device_class,
-            "allocationMode": "ExactCount",
-            "count": count,
-        }
+        fields: JSON = {"count": count}
         if capacity:
-            exactly["capacity"] = {"requests": capacity}
-        if selector:
-            exactly["selectors"] = [{"cel": {"expression": selector}}]
+            fields["capacity"] = {"requests": capacity}
+        self.claim_template(name, [exact_request("dev", device_class, selector, **fields)])
+
+    def claim_template(
+        self, name: str, requests: list[JSON], constraints: list[JSON] | None = None
+    ) -> None:
+        """A ResourceClaimTemplate with these resource.k8s.io/v1 requests (and
+        constraints), for a claim that needs more than one plain request."""
+        devices: JSON = {"requests": requests}
+        if constraints:
+            devices["constraints"] = constraints
         body = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaimTemplate",
             "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"spec": {"devices": {"requests": [{"name": "dev", "exactly": exactly}]}}},
+            "spec": {"spec": {"devices": devices}},
         }
         self.resource.create_namespaced_resource_claim_template(NAMESPACE, body)
 
@@ -623,6 +647,33 @@ class Kube:
             lambda: self.pod_summary(name),
         )
         return self.get_pod(name) or {}
+
+    def wait_unschedulable(self, name: str, timeout: float = 90) -> None:
+        """Wait until the scheduler has marked the pod Unschedulable (it stays Pending)."""
+
+        def refused() -> bool:
+            conds = ((self.get_pod(name) or {}).get("status") or {}).get("conditions") or []
+            return any(
+                c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conds
+            )
+
+        wait(
+            f"pod {NAMESPACE}/{name} marked Unschedulable",
+            refused,
+            timeout,
+            self.node.kubelet_log,
+            lambda: self.pod_summary(name),
+        )
+
+    def wait_gone(self, name: str, timeout: float = 90) -> None:
+        """Wait until the pod object is gone (deleted by someone else: an eviction)."""
+        wait(
+            f"pod {NAMESPACE}/{name} gone",
+            lambda: self.get_pod(name) is None,
+            timeout,
+            self.node.kubelet_log,
+            lambda: self.pod_summary(name),
+        )
 
     def env(
         self, name: str, timeout: float = 60, container: str | None = None
@@ -729,7 +780,6 @@ def claim_ref(claim: JSON) -> str:
     return f"{meta['namespace']}/{meta['name']} (uid {meta['uid']})"
 
 
-
 def container(
     name: str,
     claims: list[JSON] | None = None,
@@ -775,3 +825,14 @@ def request(
 def cdi_mtimes() -> dict[str, int]:
     """The driver's CDI spec files on the node and their mtime (ns)."""
     return {n: (CDI_ROOT / n).stat().st_mtime_ns for n in cdi_files()}
+
+
+def exact_request(name: str, device_class: str, selector: str | None = None, **fields: Any) -> JSON:
+    """One resource.k8s.io/v1 request `{name, exactly: {...}}`: ExactCount of `count`
+    (default 1) devices of a class, an optional CEL selector, and any other `exactly`
+    fields (adminAccess, tolerations, capacity)."""
+    exactly: JSON = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": 1}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    exactly.update(fields)
+    return {"name": name, "exactly": exactly}
