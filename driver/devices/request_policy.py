@@ -70,10 +70,10 @@ def consumed_text(capacity: Mapping[str, Any], requested: str | None = None) -> 
     """The consumedCapacity string the 1.37 scheduler writes for one share: the quantity
     as written wherever an amount is taken as is (the request, also one already on a
     step, the policy's default or min, a valid value, the capacity value), and an amount
-    rounded up to a step as a new BinarySI quantity reads back ("1000000008" for
-    1000000001). 1.36 also rewrote a request already on a step ("1953125Ki" for 2G).
-    Only the amount matters to a driver, but one that compares strings must meet the
-    real ones here too."""
+    rounded up to a step in the request's format, canonical ("2G" for 1999999999). 1.36
+    wrote every stepped amount as a new BinarySI quantity ("1953125Ki" for 2G). Only the
+    amount matters to a driver, but one that compares strings must meet the real ones
+    here too."""
     policy = capacity.get("requestPolicy") or None
     if requested is None:
         if policy and policy.get("default") is not None:
@@ -87,7 +87,9 @@ def consumed_text(capacity: Mapping[str, Any], requested: str | None = None) -> 
         if (valid_range.get("step") is None or isinstance(amount, NoFit)
                 or amount == parse_quantity(requested)):
             return str(requested)
-        return binary_si_text(amount)
+        if str(requested).rstrip("0123456789").endswith("i"):
+            return binary_si_text(amount)
+        return _fmt(amount)
     for candidate in (policy or {}).get("validValues") or []:
         if parse_quantity(requested) <= parse_quantity(candidate):
             return str(candidate)

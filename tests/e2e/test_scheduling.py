@@ -209,9 +209,9 @@ def test_consumed_capacity_written_as_the_scheduler_does(asked: str | None,
                                                          workloads: Workloads,
                                                          control_plane: ControlPlane) -> None:
     """Our allocator writes the same consumedCapacity strings as the real scheduler of the
-    release it models (a step-rounded amount is a new BinarySI quantity); on the other
-    releases the amounts agree (1.36 also rewrote a request already on a step: 2G as
-    1953125Ki)."""
+    release it models (1.37: a step-rounded amount in the request's format); on the other
+    releases the amounts agree (1.36 wrote every stepped amount as a new BinarySI
+    quantity: 2G as 1953125Ki)."""
     selectors = ['device.attributes["dra.example.com"].interfaceName == "sim1"']
     capacity = {"bandwidth": asked} if asked else None
     template = workloads.template(unique("nic-text"), [

@@ -283,13 +283,13 @@ def test_qualified_capacity_name_matches_the_unqualified_published_one():
     assert result["consumedCapacity"]["bandwidth"] == "2G"
 
 
-def test_an_amount_rounded_up_to_a_step_is_written_as_a_new_quantity():
+def test_an_amount_rounded_up_to_a_step_is_written_in_the_request_format():
     slices = [resource_slice(NIC, [nic(0)])]
     request = exactly("nic", NIC, capacity={"requests": {"bandwidth": "1999999999"}})
     result = allocate(claim("a", request), slices, CLASSES)["devices"]["results"][0]
-    # Not a multiple of the step (8): rounded up to 2000000000, which reads back as the
-    # BinarySI quantity the scheduler creates.
-    assert result["consumedCapacity"]["bandwidth"] == "1953125Ki"
+    # Not a multiple of the step (8): rounded up to 2000000000, written in the request's
+    # (decimal) format, canonical, as the 1.37 scheduler does (1.36: "1953125Ki").
+    assert result["consumedCapacity"]["bandwidth"] == "2G"
 
 
 # -- request kinds
