@@ -8,6 +8,7 @@
 #   K8S_VERSION=1.35.4 ./hack/e2e.sh  # another release (1.34.x-1.37.x)
 #
 # Logs of every component: $SIMDRA_E2E_LOGS (default: a fresh directory, printed).
+# SIMDRA_E2E_SCHEDULER_V=7 makes the scheduler log why it passed over each device.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/venv.sh

@@ -147,15 +147,22 @@ class SliceApi:
 
     def node_uid(self) -> str:
         """The UID of our Node (ApiError kind "not_found" while it does not exist)."""
-        node = self._call(f"get Node {self.node}", self._read_node, self.node,
-                          _request_timeout=_WRITE_TIMEOUT)
+        node = self._call(f"get Node {self.node}", self._get, "/api/v1/nodes/{name}",
+                          {"name": self.node}, _request_timeout=_WRITE_TIMEOUT)
         return str(node["metadata"]["uid"])
 
-    def _read_node(self, name: str, *, _preload_content: bool, _request_timeout: Any) -> Any:
-        """GET /api/v1/nodes/<name>, raw. Not CoreV1Api.read_node: importing CoreV1Api
-        costs the plugin process about as much CPU as everything else it imports."""
+    def server_version(self) -> str:
+        """The API server's release, as its /version `gitVersion` ("v1.34.4")."""
+        version = self._call("get /version", self._get, "/version", {},
+                             _request_timeout=_WRITE_TIMEOUT)
+        return str(version.get("gitVersion", ""))
+
+    def _get(self, path: str, params: dict[str, str], *, _preload_content: bool,
+             _request_timeout: Any) -> Any:
+        """GET a path, raw. Not CoreV1Api.read_node or VersionApi: importing them costs
+        the plugin process about as much CPU as everything else it imports."""
         request = self._client.param_serialize(
-            method="GET", resource_path="/api/v1/nodes/{name}", path_params={"name": name},
+            method="GET", resource_path=path, path_params=params,
             header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
         response = self._client.call_api(*request, _request_timeout=_request_timeout)
         if not 200 <= response.status <= 299:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from driver.core.validation import FieldError, validate_slice
-from driver.slices.desired import DesiredPool
+from driver.slices.desired import DesiredPool, DesiredSlice
 
 _DEVICE_PATH = re.compile(r"^spec\.devices\[(\d+)\]")
 _DUPLICATE_DEVICE = re.compile(r"^spec\.devices\[\d+\]$")
@@ -91,7 +91,32 @@ def pool_rule_problems(desired: DesiredPool) -> list[PoolProblem]:
             )
         seen.add(name)
         problems += _consumption_problems(desired.name, name, device, counter_sets)
+    for index, desired_slice in enumerate(desired.slices):
+        if desired_slice.devices and desired_slice.shared_counters:
+            problems += _pair_limit_problems(desired.name, index, desired_slice)
     return problems
+
+
+# The 1.34 API's limits on a slice that carries counter sets next to their devices.
+MAX_PAIRED_SHARED_COUNTERS = 32
+MAX_PAIRED_DEVICE_COUNTERS = 1024
+
+
+def _pair_limit_problems(pool: str, index: int, paired: DesiredSlice) -> list[PoolProblem]:
+    """The 1.34 limits on a slice that holds counter sets and the devices consuming them:
+    at most 32 counters over all its sets, at most 1,024 consumed over all its devices."""
+    shared = sum(len(c.get("counters") or {}) for c in paired.shared_counters)
+    consumed = sum(len(entry.get("counters") or {}) for d in paired.devices
+                   for entry in d.get("consumesCounters") or ())
+    limits = (("sharedCounters", shared, MAX_PAIRED_SHARED_COUNTERS, "shared counters"),
+              ("devices", consumed, MAX_PAIRED_DEVICE_COUNTERS, "counters consumed by devices"))
+    return [
+        PoolProblem(pool, None, f"slice[{index}].{field}",
+                    f"Invalid value: {count}: the total number of {what} in a slice that "
+                    f"holds counter sets with their devices (the 1.34 layout) must not "
+                    f"exceed {limit}")
+        for field, count, limit, what in limits if count > limit
+    ]
 
 
 def _consumption_problems(

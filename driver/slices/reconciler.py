@@ -20,6 +20,7 @@ import time
 from driver.devices.model import Inventory
 from driver.slices.api import ApiError, SliceApi
 from driver.slices.backoff import Backoff
+from driver.slices.desired import SliceLayout, layout_for_release
 from driver.slices.diff import PoolPlan, SliceTarget, plan_pool, plan_removal
 from driver.slices.node_uid import NodeUid
 from driver.slices.observed import SliceCache
@@ -56,7 +57,7 @@ class Reconciler:
         node_uid_max_age: float,
         write_concurrency: int,
     ) -> None:
-        self._driver, self._node = api.driver, api.node
+        self._api, self._driver, self._node = api, api.driver, api.node
         self._cache, self._queue, self._counters = cache, queue, counters
         self._stop, self._backoff = stop, backoff
         self.pools = ValidatedPools(api.driver, api.node, lock)
@@ -69,6 +70,8 @@ class Reconciler:
 
     def run(self) -> None:
         """Take work and run passes until stopped; a failed pass retries every pool."""
+        if not self._learn_layout():
+            return
         while (work := self._queue.take()) is not None:
             try:
                 self._run_pass(work)
@@ -77,6 +80,31 @@ class Reconciler:
                 self._counters.count_error("internal")
                 self._queue.retry_all(self._universe(), self._backoff.cap)
             self._queue.finish_pass(self._all_clean)
+
+    def _learn_layout(self) -> bool:
+        """Read the server's release once, before anything is planned: where counter sets
+        may go depends on it. Retries with backoff (work waits in the queue); a server
+        that refuses to say gets the current releases' layout. False once stopped."""
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                release = self._api.server_version()
+            except ApiError as err:
+                self._counters.count_error(err.kind)
+                if err.kind in ("forbidden", "not_found", "invalid"):
+                    log.warning("%s; publishing as for the current releases", err)
+                    return True
+                delay = self._backoff.delay(attempt, err.retry_after)
+                attempt += 1
+                log.warning("cannot publish slices yet: %s; retrying in %.1fs", err, delay)
+                self._stop.wait(delay)
+                continue
+            self.pools.layout = layout_for_release(release)
+            log.info("API server %s: counter sets published %s", release or "(no version)",
+                     "in slices of their own" if self.pools.layout is SliceLayout.SEPARATE
+                     else "with the devices that consume them")
+            return True
+        return False
 
     def _run_pass(self, work: Work) -> None:
         pools = set(work.pools)

@@ -15,7 +15,7 @@ from driver.core.validation import FieldError, validate_slice
 from driver.devices.model import Inventory
 from driver.slices import naming
 from driver.slices.checks import PoolProblem, pool_problems
-from driver.slices.desired import DesiredPool, DesiredSlice, desired_pools
+from driver.slices.desired import DesiredPool, DesiredSlice, SliceLayout, desired_pools
 from driver.slices.diff import SliceTarget, slice_object
 
 # One logger for all of the publisher's lines, as before it was split by role.
@@ -34,13 +34,14 @@ class ValidatedPools:
     def __init__(self, driver: str, node: str, lock: threading.Condition) -> None:
         self._driver, self._node, self._lock = driver, node, lock
         self.desired: dict[str, DesiredPool] = {}
+        self.layout = SliceLayout.SEPARATE  # set from the server's release before adopting
         self.problems: dict[str, list[PoolProblem]] = {}
         self._checked: dict[str, list[tuple[DesiredSlice, list[FieldError]]]] = {}
 
     def adopt(self, inventory: Inventory, node_uid: str | None) -> set[str]:
         """Adopt a new inventory; returns the pools whose desired slices changed (new,
         changed or gone), each validated again."""
-        new = desired_pools(inventory)
+        new = desired_pools(inventory, self.layout)
         changed = {name for name, pool in new.items() if self.desired.get(name) != pool}
         changed |= set(self.desired) - set(new)
         for name in changed:
@@ -79,7 +80,8 @@ class ValidatedPools:
                 errors = previous[i][1]
             else:
                 name = naming.slice_name(i, width, self._driver, self._node, pool.name)
-                errors = validate_slice(slice_object(desired, pool.name, 0, count, target, name))
+                errors = [error for part in desired.parts() for error in validate_slice(
+                    slice_object(part, pool.name, 0, count, target, name))]
             checked.append((desired, errors))
         self._checked[pool.name] = checked
         return [errors for _, errors in checked]

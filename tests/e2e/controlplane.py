@@ -374,7 +374,8 @@ class ControlPlane:
             "--bind-address", "127.0.0.1", "--secure-port", str(port),
             "--leader-elect=false",
             "--feature-gates", gates,
-            "--v=2",
+            # Its allocator says why a device was passed over from -v=7 on.
+            f"--v={os.environ.get('SIMDRA_E2E_SCHEDULER_V', '2')}",
         ])
         self._wait(scheduler, lambda: _https_ok(f"https://127.0.0.1:{port}/healthz"),
                    "kube-scheduler /healthz")

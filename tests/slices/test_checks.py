@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 from driver.slices import naming
 from driver.slices.checks import check_pool
-from driver.slices.desired import desired_pool
+from driver.slices.desired import SliceLayout, desired_pool
 from driver.slices.diff import SliceTarget, slice_object
+from driver.slices.validated import ValidatedPools
 
-from .builders import DRIVER, NODE, gpu, gpus, pool
+from .builders import DRIVER, NODE, gpu, gpus, inventory, pool
 
 TARGET = SliceTarget(DRIVER, NODE, "uid")
 COUNTERS = ({"name": "gpu-0-set", "counters": {"memory": {"value": "80Gi"}}},)
@@ -59,3 +62,29 @@ def test_api_rules_are_reported_with_the_device_name():
 def test_an_invalid_pool_name_is_reported_without_a_device():
     found = problems(pool("Bad_Pool", gpus(1)))
     assert found and all(f.startswith('pool "Bad_Pool": spec.pool.name') for f in found)
+
+
+def _adopt_1_34(p):
+    pools = ValidatedPools(DRIVER, NODE, threading.Condition())
+    pools.layout = SliceLayout.WITH_DEVICES
+    pools.adopt(inventory(p), "uid")
+    return [str(x) for x in pools.problems.get(p.name, [])]
+
+
+def test_a_1_34_pool_with_counters_next_to_their_devices_is_valid():
+    specs = gpus(2, consumesCounters=[{"counterSet": "gpu-0-set",
+                                       "counters": {"memory": {"value": "1Gi"}}}])
+    assert _adopt_1_34(pool("a", specs, COUNTERS)) == []
+
+
+def test_the_1_34_limits_of_a_slice_with_counters_and_devices_are_checked():
+    sets = tuple({"name": f"s-{i}", "counters": {f"c-{j}": {"value": "1"} for j in range(9)}}
+                 for i in range(4))  # each set valid (9 counters), 36 in one slice is not
+    links = [[{"counterSet": f"s-{i}", "counters": {"c-0": {"value": "1"}}} for i in (k, k + 1)]
+             for k in range(3)]  # s-0..s-1, s-1..s-2, s-2..s-3: one group of four sets
+    specs = [gpu(k, consumesCounters=link) for k, link in enumerate(links)]
+    assert _adopt_1_34(pool("a", specs, sets)) == [
+        'pool "a": slice[0].sharedCounters: Invalid value: 36: the total number of shared '
+        "counters in a slice that holds counter sets with their devices (the 1.34 layout) "
+        "must not exceed 32"]
+    assert problems(pool("a", specs, sets)) == []  # on 1.35+ each set is a slice's own

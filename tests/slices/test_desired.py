@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from driver.core.validation import validate_slice
-from driver.slices.desired import desired_pool, desired_pools
+from driver.slices.desired import SliceLayout, desired_pool, desired_pools, layout_for_release
 from driver.slices.diff import SliceTarget, slice_object
 
 from .builders import DRIVER, NODE, TAINT, gpus, inventory, pool
@@ -73,3 +75,68 @@ def test_every_pool_of_the_inventory_is_planned_in_order():
     pools = desired_pools(inventory(pool("b", gpus(1)), pool("a", gpus(2))))
     assert list(pools) == ["b", "a"]
     assert pools["a"].device_count == 2
+
+
+def _counter_set(name, *counters):
+    return {"name": name, "counters": {c: {"value": "80Gi"} for c in counters or ("mem",)}}
+
+
+def _uses(*sets):
+    return [{"counterSet": s, "counters": {"mem": {"value": "1Gi"}}} for s in sets]
+
+
+@pytest.mark.parametrize(("release", "layout"), [
+    ("v1.34.4", SliceLayout.WITH_DEVICES),
+    ("v1.34.0-eks-4d5e6f", SliceLayout.WITH_DEVICES),
+    ("1.33.1", SliceLayout.WITH_DEVICES),
+    ("v1.35.0", SliceLayout.SEPARATE),
+    ("v1.37.2", SliceLayout.SEPARATE),
+    ("v2.0.0", SliceLayout.SEPARATE),
+    ("", SliceLayout.SEPARATE),
+    ("v0.0.0-master+$Format:%H$", SliceLayout.SEPARATE),  # unstamped build: newest
+    ("master", SliceLayout.SEPARATE),
+])
+def test_the_release_decides_where_counter_sets_go(release, layout):
+    assert layout_for_release(release) is layout
+
+
+def test_on_1_34_each_counter_set_shares_a_slice_with_the_devices_that_consume_it():
+    counters = (_counter_set("gpu-0"), _counter_set("gpu-1"), _counter_set("spare"))
+    specs = (gpus(2, consumesCounters=_uses("gpu-1")) + gpus(1, start=2)
+             + gpus(2, start=3, consumesCounters=_uses("gpu-0")))
+    desired = desired_pool(pool("a", specs, counters), SliceLayout.WITH_DEVICES)
+    contents = [s.spec_content() for s in desired.slices]
+    assert [([c["name"] for c in s.get("sharedCounters", [])], [d["name"] for d in s["devices"]])
+            if "devices" in s else ([c["name"] for c in s["sharedCounters"]], None)
+            for s in contents] == [
+        (["gpu-0"], ["gpu-3", "gpu-4"]),
+        (["gpu-1"], ["gpu-0", "gpu-1"]),
+        (["spare"], None),  # a set nobody consumes is still published
+        ([], ["gpu-2"]),
+    ]
+
+
+def test_on_1_34_sets_linked_by_one_device_go_in_one_slice():
+    counters = (_counter_set("a"), _counter_set("b"), _counter_set("c"))
+    specs = gpus(1, consumesCounters=_uses("a", "c"))
+    specs += gpus(1, start=1, consumesCounters=_uses("b"))
+    slices = desired_pool(pool("p", specs, counters), SliceLayout.WITH_DEVICES).slices
+    assert [[c["name"] for c in s.shared_counters] for s in slices] == [["a", "c"], ["b"]]
+    assert [[d["name"] for d in s.devices] for s in slices] == [["gpu-0"], ["gpu-1"]]
+
+
+def test_a_1_34_slice_is_valid_under_the_1_35_rules_half_by_half():
+    counters = (_counter_set("gpu-0"),)
+    p = pool("a", gpus(2, consumesCounters=_uses("gpu-0")), counters)
+    [paired] = desired_pool(p, SliceLayout.WITH_DEVICES).slices
+    obj = slice_object(paired, "a", 1, 1, TARGET, "s-0")
+    assert "only one of" in " ".join(e.message for e in validate_slice(obj))
+    halves = paired.parts()
+    assert [bool(h.devices) for h in halves] == [True, False]
+    for half in halves:
+        assert validate_slice(slice_object(half, "a", 1, 1, TARGET, "s-0")) == []
+
+
+def test_without_counters_the_1_34_layout_is_the_same():
+    p = pool("a", gpus(300))
+    assert desired_pool(p, SliceLayout.WITH_DEVICES) == desired_pool(p)

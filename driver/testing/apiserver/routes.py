@@ -80,8 +80,8 @@ def discovery(path: str) -> dict[str, Any] | None:
     if path == "/version":
         return {
             "major": "1",
-            "minor": "35",
-            "gitVersion": "v1.35.0-simdra",
+            "minor": "37",
+            "gitVersion": "v1.37.0-simdra",
             "platform": "linux/amd64",
         }
     return None
