@@ -248,6 +248,10 @@ class ControlPlane:
                              capture_output=True, text=True).stdout
         return out.split()[-1]
 
+    def minor(self) -> int:
+        """The minor release of these binaries (36 for v1.36.3)."""
+        return int(self.version().lstrip("v").split(".")[1])
+
     def known_gates(self) -> set[str]:
         """The gates of DRA_GATES this release lets us set: its --help lists the alpha and
         beta ones; a GA gate is locked on and absent there (see features())."""

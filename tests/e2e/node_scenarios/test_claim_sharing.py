@@ -3,6 +3,7 @@ pods name, and one claim whose requests go to different containers of a pod."""
 
 from __future__ import annotations
 
+from .. import realnode
 from ..realnode import (
     Kube,
     PluginDeployment,
@@ -69,7 +70,8 @@ def test_node_claim_shared_by_two_pods(kube: Kube, plugin: PluginDeployment) -> 
 def test_node_per_container_requests(kube: Kube) -> None:
     """A claim with a GPU request and a NIC request, each given to one container of the
     pod (resources.claims[].request): each container sees only its request's device."""
-    kube.claim("split", [request("gpu", GPU), request("nic", NIC, capacity={"bandwidth": "1G"})])
+    bandwidth = realnode.incidental_capacity(kube.cp, "1G")
+    kube.claim("split", [request("gpu", GPU), request("nic", NIC, capacity=bandwidth)])
     kube.create_pod(
         "split-pod",
         [

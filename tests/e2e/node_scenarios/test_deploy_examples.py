@@ -90,11 +90,45 @@ def _namespace_gone(kube: Kube) -> None:
         field_selector=f"metadata.name={NAMESPACE}").items, 180, kube.node.kubelet_log)
 
 
-@pytest.mark.parametrize("overlay", sorted({o for os in workload_files().values() for o in os}))
+def _asks_for_capacity(value: Any) -> bool:
+    """Whether a YAML document holds a device request that asks for capacity."""
+    if isinstance(value, dict):
+        if isinstance(value.get("capacity"), dict) and "requests" in value["capacity"]:
+            return True
+        return any(_asks_for_capacity(v) for v in value.values())
+    return isinstance(value, list) and any(_asks_for_capacity(v) for v in value)
+
+
+def _examples(capacity: bool) -> dict[str, list[str]]:
+    """Overlay -> the example files naming it that do (or do not) ask for capacity."""
+    by_overlay: dict[str, list[str]] = {}
+    for name, overlays in workload_files().items():
+        docs = yaml.safe_load_all((EXAMPLES / name).read_text())
+        if any(_asks_for_capacity(d) for d in docs) == capacity:
+            for overlay in overlays:
+                by_overlay.setdefault(overlay, []).append(name)
+    return dict(sorted(by_overlay.items()))
+
+
+@pytest.mark.parametrize("overlay", list(_examples(capacity=False)))
 def test_node_deploy_examples_run(kube: Kube, plugin: PluginDeployment, overlay: str) -> None:
-    """The examples that name `overlay`, applied together on it: every pod runs, and each
-    container's env names exactly the devices allocated to its claims."""
-    files = [f for f, overlays in workload_files().items() if overlay in overlays]
+    """The examples that name `overlay` and ask for no capacity, applied together on it:
+    every pod runs, and each container's env names exactly its claims' devices."""
+    _run_examples(kube, plugin, overlay, _examples(capacity=False)[overlay])
+
+
+@pytest.mark.parametrize("overlay", list(_examples(capacity=True)))
+def test_node_deploy_capacity_examples_run(
+    kube: Kube, plugin: PluginDeployment, overlay: str
+) -> None:
+    """The examples that name `overlay` and ask for capacity (NIC bandwidth), the same
+    way, where the release's scheduler can allocate a capacity request."""
+    realnode.require_capacity_requests(kube.cp)
+    _run_examples(kube, plugin, overlay, _examples(capacity=True)[overlay])
+
+
+def _run_examples(kube: Kube, plugin: PluginDeployment, overlay: str, files: list[str]) -> None:
+    """Apply `files` together on `overlay`; every pod runs and sees its claims' devices."""
     docs = _documents(files)
     with _overlay(plugin, overlay):
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import realnode
 from ..realnode import (
     PLUGIN_NAMESPACE,
     Kube,
@@ -51,7 +52,8 @@ def test_node_kubelet_restart_keeps_prepared_claims(
     (same containers) with their CDI spec files untouched, the plugin prepared each claim
     once, a new pod still starts, and deleting the old pods still unprepares them."""
     kube.template("gpu-r", "gpu.dra.example.com")
-    kube.template("nic-r", "nic.dra.example.com", capacity={"bandwidth": "1G"})
+    kube.template("nic-r", "nic.dra.example.com",
+                  capacity=realnode.incidental_capacity(kube.cp, "1G"))
     kube.pod("keep-gpu", "gpu-r")
     kube.pod("keep-nic", "nic-r")
     names = ("keep-gpu", "keep-nic")

@@ -4,6 +4,7 @@ both reach the container, the claim's fields winning where both set one
 
 from __future__ import annotations
 
+from .. import realnode
 from ..realnode import DRIVER, JSON, Kube, allocated, container, request, unit_env
 
 API_VERSION = "simdra.dra.example.com/v1alpha1"
@@ -23,7 +24,8 @@ def test_node_class_and_claim_config_reach_the_container(kube: Kube) -> None:
     ):
         kube.claim(
             "configured-nic",
-            [request("nic", "nic-jumbo.dra.example.com", capacity={"bandwidth": "1G"})],
+            [request("nic", "nic-jumbo.dra.example.com",
+                     capacity=realnode.incidental_capacity(kube.cp, "1G"))],
             config=[{"requests": ["nic"], **_nic_config(vlan=200, rateLimit="500M")}],
         )
         kube.create_pod(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from driver.core.quantity import parse_quantity
 
+from .. import realnode
 from ..realnode import (
     Kube,
     allocated,
@@ -37,6 +38,7 @@ def test_node_gpu_pod_sees_its_cdi_env(kube: Kube) -> None:
 
 def test_node_deleting_pods_unprepares(kube: Kube) -> None:
     """c. Deleting the pods: CDI spec files gone, claims deleted, NIC capacity free again."""
+    realnode.require_capacity_requests(kube.cp)
     kube.template("nic-2g", "nic.dra.example.com", capacity={"bandwidth": "2G"})
     kube.template("gpu-1", "gpu.dra.example.com")
     kube.pod("nic-pod", "nic-2g")
@@ -100,10 +102,12 @@ def test_node_deleting_pods_unprepares(kube: Kube) -> None:
 
 
 def test_node_two_pods_share_one_nic(kube: Kube) -> None:
-    """b. Two pods take 1G each of the same NIC, run side by side, and each container
-    sees only its own share."""
+    """b. Two pods take 1G each of the same NIC (the NIC's default share where the release
+    cannot allocate a capacity request), run side by side, and each container sees only
+    its own share."""
     selector = 'device.attributes["dra.example.com"].interfaceName == "sim3"'
-    kube.template("nic3-1g", "nic.dra.example.com", capacity={"bandwidth": "1G"}, selector=selector)
+    capacity = realnode.incidental_capacity(kube.cp, "1G")
+    kube.template("nic3-1g", "nic.dra.example.com", capacity=capacity, selector=selector)
     kube.pod("share-a", "nic3-1g")
     kube.pod("share-b", "nic3-1g")
     pods = {n: kube.wait_running(n) for n in ("share-a", "share-b")}
@@ -117,7 +121,8 @@ def test_node_two_pods_share_one_nic(kube: Kube) -> None:
         assert unit["NAME"] == result["device"] == "nic-3"
         assert unit["CLAIM_UID"] == claim["metadata"]["uid"]
         assert unit["SHARE_ID"] == result["shareID"]
-        assert unit["CAPACITY_BANDWIDTH"] == "1G"
+        assert unit["CAPACITY_BANDWIDTH"] == result["consumedCapacity"]["bandwidth"]
+        assert not capacity or unit["CAPACITY_BANDWIDTH"] == "1G"
         seen[name] = unit
     assert seen["share-a"]["SHARE_ID"] != seen["share-b"]["SHARE_ID"]
     assert seen["share-a"]["CDI_DEVICE"] != seen["share-b"]["CDI_DEVICE"]

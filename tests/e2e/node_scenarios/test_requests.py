@@ -5,6 +5,7 @@ exactly the devices that were chosen."""
 
 from __future__ import annotations
 
+from .. import realnode
 from ..realnode import JSON, Kube, allocated, exact_request, require_feature, slice_device, unit_env
 
 GPU = "gpu.dra.example.com"
@@ -47,10 +48,10 @@ def test_node_distinct_attribute_spreads_shares(kube: Kube) -> None:
     """Two 1G NIC requests with distinctAttribute interfaceName (alone both would fit
     one NIC) land on two NICs; the container sees both shares."""
     require_feature(kube.cp, "DRAConsumableCapacity")
-    capacity = {"requests": {"bandwidth": "1G"}}
+    amount = realnode.incidental_capacity(kube.cp, "1G")
     kube.claim_template(
         "two-nics",
-        [exact_request(n, NIC, capacity=capacity) for n in ("a", "b")],
+        [exact_request(n, NIC, capacity=amount and {"requests": amount}) for n in ("a", "b")],
         constraints=[
             {"requests": ["a", "b"], "distinctAttribute": "dra.example.com/interfaceName"}
         ],
