@@ -7,8 +7,7 @@ Rules (api-facts 4.2, 4.6):
 - where counter sets go depends on the server's release (`SliceLayout`): 1.35+ forbid
   them next to devices, so they get slices of their own (at most 8 sets each), first so
   that adding devices never moves them; 1.34 requires each set in the slice of the
-  devices that consume it, so a group of sets linked by their devices shares one slice
-  with those devices;
+  devices that consume it (`slices_with_counters`);
 - every pool is published with at least one (possibly empty) slice, so an empty pool
   still tells consumers that the driver is alive.
 
@@ -19,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,21 +93,7 @@ class DesiredPool:
 
 def chunk_devices(devices: tuple[Mapping[str, Any], ...]) -> list[tuple[Mapping[str, Any], ...]]:
     """Split devices, in order, into as few slices as the per-slice limits allow."""
-    chunks: list[tuple[Mapping[str, Any], ...]] = []
-    current: list[Mapping[str, Any]] = []
-    advanced = False
-    for device in devices:
-        device_advanced = uses_advanced_features(device)
-        advanced_limit = advanced or device_advanced
-        limit = MAX_DEVICES_WITH_ADVANCED_FEATURES if advanced_limit else MAX_DEVICES_PER_SLICE
-        if len(current) + 1 > limit:
-            chunks.append(tuple(current))
-            current, advanced = [], False
-        current.append(device)
-        advanced = advanced or device_advanced
-    if current:
-        chunks.append(tuple(current))
-    return chunks
+    return _pack([[device] for device in devices])
 
 
 def desired_pool(pool: Pool, layout: SliceLayout = SliceLayout.SEPARATE) -> DesiredPool:
@@ -117,53 +102,82 @@ def desired_pool(pool: Pool, layout: SliceLayout = SliceLayout.SEPARATE) -> Desi
     counters = tuple(pool.shared_counters)
     slices: list[DesiredSlice] = []
     if layout is SliceLayout.WITH_DEVICES and counters:
-        groups, device_specs = counter_groups(counters, device_specs)
-        slices.extend(DesiredSlice(devices=d, shared_counters=c) for c, d in groups)
+        slices.extend(slices_with_counters(counters, device_specs))
     else:
         for start in range(0, len(counters), MAX_COUNTER_SETS):
             slices.append(DesiredSlice(shared_counters=counters[start : start + MAX_COUNTER_SETS]))
-    slices.extend(DesiredSlice(devices=chunk) for chunk in chunk_devices(device_specs))
+        slices.extend(DesiredSlice(devices=chunk) for chunk in chunk_devices(device_specs))
     if not slices:
         slices.append(DesiredSlice())
     return DesiredPool(name=pool.name, slices=tuple(slices))
 
 
-Specs = tuple[Mapping[str, Any], ...]
+Spec = Mapping[str, Any]
 
 
-def counter_groups(counters: Specs, devices: Specs) -> tuple[list[tuple[Specs, Specs]], Specs]:
-    """Counter sets grouped with the devices that consume them (the 1.34 layout), and the
-    devices that consume none of them.
+def slices_with_counters(
+    counters: tuple[Spec, ...], devices: tuple[Spec, ...]
+) -> list[DesiredSlice]:
+    """The 1.34 layout: devices in inventory order, as few slices as the limits allow,
+    each slice holding the counter sets its devices consume; sets nobody consumes last.
 
-    Two sets are in one group when a device consumes both: the group's slice must define
-    every set its devices name. Groups follow the order of their first set."""
-    names = [str(c.get("name")) for c in counters]
-    root = {name: name for name in names}
+    A set's consumers never straddle two slices (the set would be defined twice): the
+    devices linked by their sets move as one unit to where the first of them is. Where
+    devices are spread over slices the scheduler's preference between the slices is its
+    own, so the order is kept as far as it can be."""
+    by_name = {str(c.get("name")): c for c in counters}
+    root = {name: name for name in by_name}
 
     def find(name: str) -> str:
         while root[name] != name:
             name = root[name]
         return name
 
-    consumed: list[list[str]] = []
     for device in devices:
         sets = [n for n in _consumed_sets(device) if n in root]
         for other in sets[1:]:
             root[find(other)] = find(sets[0])
-        consumed.append(sets)
-    groups: dict[str, tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]] = {}
-    for name, counter_set in zip(names, counters, strict=True):
-        groups.setdefault(find(name), ([], []))[0].append(counter_set)
-    rest = []
-    for device, sets in zip(devices, consumed, strict=True):
-        if sets:
-            groups[find(sets[0])][1].append(device)
-        else:
-            rest.append(device)
-    return [(tuple(c), tuple(d)) for c, d in groups.values()], tuple(rest)
+    units: dict[object, list[Spec]] = {}
+    for index, device in enumerate(devices):
+        sets = [n for n in _consumed_sets(device) if n in root]
+        units.setdefault(find(sets[0]) if sets else index, []).append(device)
+    slices = [_with_sets(chunk, by_name, find) for chunk in _pack(list(units.values()))]
+    consumed = {n for s in slices for n in (str(c.get("name")) for c in s.shared_counters)}
+    unconsumed = tuple(c for name, c in by_name.items() if name not in consumed)
+    if unconsumed:
+        slices.append(DesiredSlice(shared_counters=unconsumed))
+    return slices
 
 
-def _consumed_sets(device: Mapping[str, Any]) -> Iterable[str]:
+def _pack(units: list[list[Spec]]) -> list[tuple[Spec, ...]]:
+    """Units of devices, in order, packed into as few slices as the device limits allow
+    (a unit too large for one slice gets a slice of its own, which validation reports)."""
+    chunks: list[tuple[Spec, ...]] = []
+    current: list[Spec] = []
+    advanced = False
+    for unit in units:
+        unit_advanced = any(uses_advanced_features(device) for device in unit)
+        advanced_limit = advanced or unit_advanced
+        limit = MAX_DEVICES_WITH_ADVANCED_FEATURES if advanced_limit else MAX_DEVICES_PER_SLICE
+        if current and len(current) + len(unit) > limit:
+            chunks.append(tuple(current))
+            current, advanced = [], False
+        current.extend(unit)
+        advanced = advanced or unit_advanced
+    if current:
+        chunks.append(tuple(current))
+    return chunks
+
+
+def _with_sets(chunk: tuple[Spec, ...], by_name: Mapping[str, Spec],
+               find: Callable[[str], str]) -> DesiredSlice:
+    """A slice of `chunk` and every counter set of the units in it, in inventory order."""
+    roots = {find(n) for d in chunk for n in _consumed_sets(d) if n in by_name}
+    sets = tuple(c for name, c in by_name.items() if find(name) in roots)
+    return DesiredSlice(devices=chunk, shared_counters=sets)
+
+
+def _consumed_sets(device: Spec) -> Iterable[str]:
     for entry in device.get("consumesCounters") or ():
         if isinstance(entry, Mapping) and isinstance(entry.get("counterSet"), str):
             yield entry["counterSet"]

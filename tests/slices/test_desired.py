@@ -100,29 +100,43 @@ def test_the_release_decides_where_counter_sets_go(release, layout):
     assert layout_for_release(release) is layout
 
 
-def test_on_1_34_each_counter_set_shares_a_slice_with_the_devices_that_consume_it():
+def _layout(slices):
+    return [([c["name"] for c in s.shared_counters], [d["name"] for d in s.devices])
+            for s in slices]
+
+
+def test_on_1_34_counter_sets_share_the_slice_of_their_devices_in_inventory_order():
     counters = (_counter_set("gpu-0"), _counter_set("gpu-1"), _counter_set("spare"))
     specs = (gpus(2, consumesCounters=_uses("gpu-1")) + gpus(1, start=2)
              + gpus(2, start=3, consumesCounters=_uses("gpu-0")))
     desired = desired_pool(pool("a", specs, counters), SliceLayout.WITH_DEVICES)
-    contents = [s.spec_content() for s in desired.slices]
-    assert [([c["name"] for c in s.get("sharedCounters", [])], [d["name"] for d in s["devices"]])
-            if "devices" in s else ([c["name"] for c in s["sharedCounters"]], None)
-            for s in contents] == [
-        (["gpu-0"], ["gpu-3", "gpu-4"]),
-        (["gpu-1"], ["gpu-0", "gpu-1"]),
-        (["spare"], None),  # a set nobody consumes is still published
-        ([], ["gpu-2"]),
+    assert _layout(desired.slices) == [
+        (["gpu-0", "gpu-1"], ["gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4"]),
+        (["spare"], []),  # a set nobody consumes is still published
     ]
+    assert "devices" not in desired.slices[1].spec_content()
 
 
-def test_on_1_34_sets_linked_by_one_device_go_in_one_slice():
+def test_on_1_34_a_set_and_its_devices_never_straddle_two_slices():
+    # 8 partitionable GPUs of 9 partitions each: 72 devices, 64 at most per slice.
+    counters = tuple(_counter_set(f"gpu-{g}") for g in range(8))
+    specs = [spec for g in range(8)
+             for spec in gpus(9, start=9 * g, consumesCounters=_uses(f"gpu-{g}"))]
+    slices = desired_pool(pool("a", specs, counters), SliceLayout.WITH_DEVICES).slices
+    assert [len(s.devices) for s in slices] == [63, 9]
+    assert [[c["name"] for c in s.shared_counters] for s in slices] == [
+        [f"gpu-{g}" for g in range(7)], ["gpu-7"]]
+    names = [d["name"] for s in slices for d in s.devices]
+    assert names == [f"gpu-{i}" for i in range(72)]
+
+
+def test_on_1_34_devices_linked_by_a_set_move_to_the_first_of_them():
     counters = (_counter_set("a"), _counter_set("b"), _counter_set("c"))
-    specs = gpus(1, consumesCounters=_uses("a", "c"))
-    specs += gpus(1, start=1, consumesCounters=_uses("b"))
+    specs = gpus(1, consumesCounters=_uses("a", "c")) + gpus(1, start=1)
+    specs += gpus(1, start=2, consumesCounters=_uses("b"))
+    specs += gpus(1, start=3, consumesCounters=_uses("c"))
     slices = desired_pool(pool("p", specs, counters), SliceLayout.WITH_DEVICES).slices
-    assert [[c["name"] for c in s.shared_counters] for s in slices] == [["a", "c"], ["b"]]
-    assert [[d["name"] for d in s.devices] for s in slices] == [["gpu-0"], ["gpu-1"]]
+    assert _layout(slices) == [(["a", "b", "c"], ["gpu-0", "gpu-3", "gpu-1", "gpu-2"])]
 
 
 def test_a_1_34_slice_is_valid_under_the_1_35_rules_half_by_half():
