@@ -29,6 +29,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from . import releases
 from .controlplane import ControlPlane, record_pid
 from .node import SIMDRA_IMAGE, Node, NodeBinaries, NodeError, require_disposable
 
@@ -79,29 +80,10 @@ def require_feature(cp: ControlPlane, gate: str) -> None:
         pytest.skip(f"Kubernetes {cp.version()} {why}: {gate}")
 
 
-def capacity_requests_allocate(cp: ControlPlane) -> bool:
-    """Whether this release's scheduler allocates a request that asks for capacity.
-
-    1.34's (DRAConsumableCapacity, alpha) checks the request against the slice's device at
-    the request's own device index, not against the candidate device (`allocateDevice` in
-    k8s.io/dynamic-resource-allocation v0.34; fixed in 1.35): a NIC share asking for
-    bandwidth stays Pending ("cannot allocate all claims") unless the NIC is the slice's
-    first device. A share that asks for nothing gets the device's default."""
-    return bool(cp.features().get("DRAConsumableCapacity")) and cp.minor() >= 35
-
-
-def require_capacity_requests(cp: ControlPlane) -> None:
-    """Skip, naming the release, where a capacity request cannot be allocated."""
-    require_feature(cp, "DRAConsumableCapacity")
-    if not capacity_requests_allocate(cp):
-        pytest.skip(f"Kubernetes {cp.version()}: its scheduler checks a capacity request "
-                    "against the wrong device of the slice (fixed in 1.35)")
-
-
 def incidental_capacity(cp: ControlPlane, amount: str) -> dict[str, str] | None:
     """The bandwidth request of a scenario about something else: asked for where the
     release can allocate it, left to the NIC's default elsewhere (1.34)."""
-    return {"bandwidth": amount} if capacity_requests_allocate(cp) else None
+    return {"bandwidth": amount} if releases.capacity_requests_allocate(cp) else None
 
 
 def node_kubeconfig(cp: ControlPlane, node: str, directory: Path) -> Path:

@@ -10,6 +10,8 @@ from typing import Any
 
 from driver.testing.cluster import wait_until
 
+from . import releases
+from .controlplane import ControlPlane
 from .hostnode import DRIVER, HostNode
 
 JSON = dict[str, Any]
@@ -36,11 +38,19 @@ def test_every_write_accepted_and_pools_complete(gpu_node: HostNode) -> None:
     assert _errors(gpu_node) == {}, "the real API server refused writes"
 
 
-def test_partitionable_pool_accepted(mig_node: HostNode) -> None:
+def test_partitionable_pool_accepted(mig_node: HostNode, control_plane: ControlPlane) -> None:
+    """A partitionable GPU's pool is accepted by the real server in the layout its release
+    wants: the counter set in a slice of its own (1.35+) or with the devices that consume
+    it (1.34)."""
     pools = mig_node.pools_complete()
     slices = pools[mig_node.name]
     counters = [s for s in slices if s["spec"].get("sharedCounters")]
-    assert len(counters) == 1 and not counters[0]["spec"].get("devices")
+    assert len(counters) == 1
+    with_counters = {d["name"] for d in counters[0]["spec"].get("devices") or []}
+    if releases.counters_with_devices(control_plane):
+        assert {"gpu-0", "gpu-0-3g-0"} <= with_counters
+    else:
+        assert not with_counters
     names = {d["name"] for s in slices for d in s["spec"].get("devices", [])}
     assert "gpu-0" in names and "gpu-0-3g-0" in names and len(names) == 1 + 7 + 3 + 2
     # The real server keeps consumesCounters: the gate is on and our shape is valid.

@@ -17,6 +17,7 @@ from driver.testing.cluster import wait_until
 from driver.testing.scheduler import allocate
 from tests.testing.apiserver_corpus import MODELLED_RELEASE, minor_of
 
+from . import releases
 from .conftest import GPU_NODE, MIG_NODE
 from .controlplane import ControlPlane
 from .hostnode import DRIVER, HostNode
@@ -92,7 +93,9 @@ def test_one_gpu_per_pod_and_too_many_stays_pending(gpu_node: HostNode,
 
 
 def test_two_pods_share_one_nic_and_overcommit_waits(gpu_node: HostNode,
-                                                    workloads: Workloads) -> None:
+                                                    workloads: Workloads,
+                                                    control_plane: ControlPlane) -> None:
+    releases.require_capacity_requests(control_plane)
     one_nic = ['device.attributes["dra.example.com"].interfaceName == "sim0"']
     template = workloads.template(unique("nic-1g"), [
         exactly("net", NIC, selectors=one_nic, capacity={"bandwidth": "1000000001"})])
@@ -212,6 +215,8 @@ def test_consumed_capacity_written_as_the_scheduler_does(asked: str | None,
     release it models (1.37: a step-rounded amount in the request's format); on the other
     releases the amounts agree (1.36 wrote every stepped amount as a new BinarySI
     quantity: 2G as 1953125Ki)."""
+    if asked is not None:
+        releases.require_capacity_requests(control_plane)
     selectors = ['device.attributes["dra.example.com"].interfaceName == "sim1"']
     capacity = {"bandwidth": asked} if asked else None
     template = workloads.template(unique("nic-text"), [

@@ -15,7 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from tests.deploy.test_examples_prepare import EXAMPLES, workload_files
 
-from .. import realnode
+from .. import realnode, releases
 from ..realnode import JSON, Kube, PluginDeployment, unit_env, wait
 
 NAMESPACE = "simdra-demo"  # deploy/examples/namespace.yaml
@@ -123,7 +123,7 @@ def test_node_deploy_capacity_examples_run(
 ) -> None:
     """The examples that name `overlay` and ask for capacity (NIC bandwidth), the same
     way, where the release's scheduler can allocate a capacity request."""
-    realnode.require_capacity_requests(kube.cp)
+    releases.require_capacity_requests(kube.cp)
     _run_examples(kube, plugin, overlay, _examples(capacity=True)[overlay])
 
 

@@ -22,11 +22,13 @@ def test_node_class_and_claim_config_reach_the_container(kube: Kube) -> None:
     with kube.device_class(
         "nic-jumbo.dra.example.com", "nic", config=[_nic_config(mtu=9000, vlan=100)]
     ):
+        bandwidth = realnode.incidental_capacity(kube.cp, "1G")
+        # The rate limit must fit the share: the 1G asked for, or the NIC's default 1M.
+        rate, rate_value = ("500M", "500000000") if bandwidth else ("500k", "500000")
         kube.claim(
             "configured-nic",
-            [request("nic", "nic-jumbo.dra.example.com",
-                     capacity=realnode.incidental_capacity(kube.cp, "1G"))],
-            config=[{"requests": ["nic"], **_nic_config(vlan=200, rateLimit="500M")}],
+            [request("nic", "nic-jumbo.dra.example.com", capacity=bandwidth)],
+            config=[{"requests": ["nic"], **_nic_config(vlan=200, rateLimit=rate)}],
         )
         kube.create_pod(
             "configured",
@@ -42,4 +44,4 @@ def test_node_class_and_claim_config_reach_the_container(kube: Kube) -> None:
         assert unit["NAME"] == result["device"]
         assert unit["NIC_MTU"] == "9000"  # the class alone sets it
         assert unit["NIC_VLAN"] == "200"  # both set it: the claim's entry wins
-        assert (unit["NIC_RATE_LIMIT"], unit["NIC_RATE_LIMIT_VALUE"]) == ("500M", "500000000")
+        assert (unit["NIC_RATE_LIMIT"], unit["NIC_RATE_LIMIT_VALUE"]) == (rate, rate_value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from driver.core.quantity import parse_quantity
 
-from .. import realnode
+from .. import realnode, releases
 from ..realnode import (
     Kube,
     allocated,
@@ -38,7 +38,7 @@ def test_node_gpu_pod_sees_its_cdi_env(kube: Kube) -> None:
 
 def test_node_deleting_pods_unprepares(kube: Kube) -> None:
     """c. Deleting the pods: CDI spec files gone, claims deleted, NIC capacity free again."""
-    realnode.require_capacity_requests(kube.cp)
+    releases.require_capacity_requests(kube.cp)
     kube.template("nic-2g", "nic.dra.example.com", capacity={"bandwidth": "2G"})
     kube.template("gpu-1", "gpu.dra.example.com")
     kube.pod("nic-pod", "nic-2g")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .. import realnode
+from .. import realnode, releases
 from ..realnode import (
     DATA_DIR,
     Kube,
@@ -45,10 +45,17 @@ def test_node_fault_shows_in_pod_status(kube: Kube, plugin: PluginDeployment) ->
     """f. `simdra fault DEVICE unhealthy` in the plugin pod: the pod using the device
     shows it Unhealthy in status.containerStatuses[].allocatedResourcesStatus."""
     realnode.require_feature(kube.cp, "ResourceHealthStatus")
-    kube.template("gpu-f", "gpu.dra.example.com")
-    kube.pod("health-pod", "gpu-f")
+    templated = releases.health_names_generated_claims(kube.cp)
+    if templated:
+        kube.template("gpu-f", "gpu.dra.example.com")
+        kube.pod("health-pod", "gpu-f")
+    else:  # a claim named like the pod's entry: the one kind this release reports on
+        kube.claim("gpu-f", [realnode.request("gpu", "gpu.dra.example.com")])
+        kube.create_pod("health-pod", [realnode.container("app", [{"name": "gpu-f"}])],
+                        [{"name": "gpu-f", "resourceClaimName": "gpu-f"}])
     pod = kube.wait_running("health-pod")
-    [result] = kube.claim_of(pod)["status"]["allocation"]["devices"]["results"]
+    claim = kube.claim_of(pod) if templated else kube.read_claim("gpu-f")
+    [result] = claim["status"]["allocation"]["devices"]["results"]
     device = result["device"]
     plugin.exec("simdra", "fault", "--plugin-dir", DATA_DIR, device, "unhealthy")
     try:
