@@ -30,7 +30,7 @@ class ConfigurationCredentials:
             if configuration.refresh_api_key_hook is not None:
                 configuration.refresh_api_key_hook(configuration)
             settings = configuration.auth_settings().values()
-        return {str(s["key"]): str(s["value"]) for s in settings
+        return {str(s["key"]).title(): str(s["value"]) for s in settings
                 if s["in"] == "header" and s["value"]}
 
 
