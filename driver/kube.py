@@ -29,8 +29,7 @@ from driver.kubeapi.config import read_kubeconfig
 
 __all__ = ["ApiStatusError", "ClusterConfigError", "status_parts", "status_text"]
 
-# Where a pod's ServiceAccount credentials are mounted (as the client's in-cluster loader
-# reads them).
+# Where a pod's ServiceAccount credentials are mounted.
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # Connections to the API server kept open for reuse (as many as prepares in flight).
 API_CONNECTIONS = 64
@@ -47,10 +46,11 @@ def check_cluster_config(kubeconfig: str | None) -> None:
 
 
 class ApiClientLoader:
-    """Builds the ApiClient on a background thread; `get()` waits for it.
+    """Builds the API client on a background thread; `get()` waits for it.
 
-    Lets the plugin serve the kubelet before the client is imported: a prepare that
-    comes first waits here, everything else has already started.
+    Lets the plugin serve the kubelet before the client is imported and its TLS set up
+    (or an exec credential plugin run): a prepare that comes first waits here,
+    everything else has already started.
     """
 
     def __init__(self, kubeconfig: str | None,
