@@ -191,11 +191,9 @@ def run(size: int, quiet_seconds: float) -> None:
 
 
 def _client(url: str) -> Any:
-    from kubernetes import client
+    from driver.kubeapi import ClusterAccess, RestClient
 
-    configuration = client.Configuration()
-    configuration.host = url
-    return client.ApiClient(configuration)
+    return RestClient(ClusterAccess(server=url))
 
 
 def main() -> None:

@@ -8,9 +8,11 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+import urllib3
 
 from driver.cli import main
 from driver.kube import ClusterConfigError, load_api_client
@@ -233,12 +235,28 @@ def test_usage_output_flag_has_help_text(capsys) -> None:
     assert "table for people" in option and "json for scripts" in option
 
 
-def test_api_client_does_not_retry_by_itself(tmp_path: Path, capsys) -> None:
-    path = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+def test_api_client_does_not_retry_by_itself(tmp_path: Path) -> None:
+    accepted: list[int] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
 
-    with load_api_client(str(path)) as api:
-        assert api.configuration.retries is False
-        assert api.rest_client.pool_manager.connection_pool_kw["retries"].total is False
+        def hang_up() -> None:  # every connection closed at once, unanswered
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                accepted.append(1)
+                conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        with load_api_client(str(write_kubeconfig(tmp_path / "kubeconfig", url))) as api, \
+                pytest.raises(urllib3.exceptions.HTTPError):
+            api.request("GET", "/version")
+        listener.shutdown(socket.SHUT_RDWR)
+    assert accepted == [1]
 
 
 def test_load_api_client_errors_are_one_line(tmp_path: Path, capsys) -> None:

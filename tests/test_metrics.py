@@ -170,7 +170,7 @@ def test_publisher_writes_generations_and_device_health(serve):
     ]
     with APIServer() as api:
         api.put_object("nodes", {"metadata": {"name": NODE}})
-        client = api.api_client()
+        client = api.rest_client()
         try:
             with Publisher(client, DRIVER, NODE, cluster.inventory) as publisher:
                 assert publisher.wait_synced(timeout=10)

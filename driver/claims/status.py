@@ -41,15 +41,13 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
-
-from kubernetes.client import ApiClient, ResourceV1Api
-from kubernetes.client.exceptions import ApiException
+from urllib.parse import quote
 
 from driver.claims.errors import claim_label
 from driver.claims.plan import PreparedClaim, PreparedUnit
 from driver.claims.types import ClaimRef
 from driver.core.quantity import quantity_text
-from driver.kube import api_exception_text, response_json
+from driver.kubeapi import ApiStatusError, RestClient, status_text
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +60,7 @@ MAX_INTERFACE_NAME = 256
 MAX_HARDWARE_ADDRESS = 128
 APPLY_PATCH = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
+CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
 DEFAULT_TIMEOUT_S = 5.0  # per request; prepare holds the kubelet's 45 s deadline
 
 
@@ -224,18 +223,18 @@ class StatusWriteError(Exception):
 
 
 class ClaimStatusWriter:
-    """Writes our `status.devices` entries through the official client (`sync`)."""
+    """Writes our `status.devices` entries through our API client (`sync`)."""
 
     def __init__(
         self,
-        api_client: ApiClient,
+        api_client: RestClient,
         driver_name: str,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         attempts: int = 5,
         clock: Callable[[], str] = now_rfc3339,
     ) -> None:
-        self._api = ResourceV1Api(api_client)
+        self._api = api_client
         self._driver = driver_name
         self._timeout_s = timeout_s
         self._attempts = attempts
@@ -244,7 +243,7 @@ class ClaimStatusWriter:
     def sync(self, ref: ClaimRef, prepared: PreparedClaim | None) -> bool:
         """Make the claim's `status.devices` match; True when it wrote something.
 
-        Raises StatusWriteError (or the client's exception) when it cannot.
+        Raises StatusWriteError (or the client's connection error) when it cannot.
         """
         for _ in range(self._attempts):
             claim = self._read(ref)
@@ -271,16 +270,13 @@ class ClaimStatusWriter:
     def _read(self, ref: ClaimRef) -> JSON | None:
         """The claim as JSON, or None when it is gone or replaced (nothing to write)."""
         try:
-            response = self._api.read_namespaced_resource_claim(
-                ref.name, ref.namespace, _preload_content=False, _request_timeout=self._timeout_s
-            )
-        except ApiException as exc:
+            claim: JSON = self._api.request("GET", _path(ref), timeout=self._timeout_s)
+        except ApiStatusError as exc:
             if exc.status == 404:
                 return None
             raise StatusWriteError(
-                f"{_label(ref)}: read claim: {api_exception_text(exc)}"
+                f"{_label(ref)}: read claim: {status_text(*exc.parts())}"
             ) from None
-        claim: JSON = response_json(response)
         if (claim.get("metadata") or {}).get("uid") != ref.uid:
             log.info("not writing status of %s: the claim was replaced", _label(ref))
             return None
@@ -298,7 +294,7 @@ class ClaimStatusWriter:
         if devices:
             config["status"] = {"devices": devices}
         return self._send(ref, "apply status.devices", config, APPLY_PATCH, (404, 409),
-                          field_manager=self._driver, force=True)
+                          fieldManager=self._driver, force=True)
 
     def _drop_leftovers(self, ref: ClaimRef, claim: JSON, wanted: list[JSON]) -> bool:
         """Remove our driver's entries the apply left (not ours to apply: written before
@@ -323,16 +319,21 @@ class ClaimStatusWriter:
         """One PATCH of the status: the claim after it, or the HTTP status of an
         `expected` error answer; StatusWriteError for any other."""
         try:
-            response = self._api.patch_namespaced_resource_claim_status(
-                ref.name, ref.namespace, body, _content_type=content_type,
-                _preload_content=False, _request_timeout=self._timeout_s, **options,
+            claim: JSON = self._api.request(
+                "PATCH", _path(ref) + "/status", query=options, body=body,
+                content_type=content_type, timeout=self._timeout_s,
             )
-        except ApiException as exc:
+        except ApiStatusError as exc:
             if exc.status in expected:
-                return int(exc.status)
-            raise StatusWriteError(f"{_label(ref)}: {what}: {api_exception_text(exc)}") from None
-        claim: JSON = response_json(response)
+                return exc.status
+            raise StatusWriteError(
+                f"{_label(ref)}: {what}: {status_text(*exc.parts())}") from None
         return claim
+
+
+def _path(ref: ClaimRef) -> str:
+    return CLAIM_PATH.format(namespace=quote(ref.namespace, safe=""),
+                             name=quote(ref.name, safe=""))
 
 
 def _label(ref: ClaimRef) -> str:

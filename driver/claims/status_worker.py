@@ -23,9 +23,8 @@ from driver.claims.plan import PreparedClaim
 from driver.claims.types import ClaimRef
 
 if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
-
     from driver.claims.status import ClaimStatusWriter
+    from driver.kubeapi import RestClient
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +43,7 @@ class DeferredStatusWriter:
     """A ClaimStatusWriter over a client that is still being built: the first write
     waits for it (on the background thread, never on a prepare)."""
 
-    def __init__(self, client_of: Callable[[], ApiClient], driver_name: str) -> None:
+    def __init__(self, client_of: Callable[[], RestClient], driver_name: str) -> None:
         self._client_of = client_of
         self._driver_name = driver_name
         self._writer: ClaimStatusWriter | None = None

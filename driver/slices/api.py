@@ -1,29 +1,26 @@
 """The publisher's only door to the API server: our slices, and the Node's UID.
 
-Reads use `_preload_content=False` and plain JSON, and writes send plain dicts through
-the generated methods' undecorated function (`raw_function`): the v37 client validates
-arguments with pydantic models that forbid unknown fields, which would reject (or lose)
-device fields newer than the client. Everything fails with one exception type,
-`ApiError`, classified so the caller can choose between re-reading, backing off and
-giving up.
+Reads and writes are plain JSON over our own client (`driver.kubeapi`), so device
+fields newer than any client library pass through unchanged. Everything fails with one
+exception type, `ApiError`, classified so the caller can choose between re-reading,
+backing off and giving up.
 """
 
 from __future__ import annotations
 
 import http.client
-import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
-import kubernetes
 import urllib3
-from kubernetes.client import ApiClient, ResourceV1Api
-from kubernetes.client.exceptions import ApiException
 
-from driver.kube import api_exception_parts
+from driver.kubeapi import ApiStatusError, RestClient, Watch
+from driver.kubeapi.client import Query
 
 JSON = dict[str, Any]
 _WRITE_TIMEOUT = (10.0, 30.0)  # connect, read seconds
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
 
 class ApiError(Exception):
@@ -59,48 +56,36 @@ class ApiError(Exception):
 class SliceApi:
     """List, watch and write the ResourceSlices of one driver on one node."""
 
-    def __init__(self, api_client: ApiClient, driver: str, node: str) -> None:
+    def __init__(self, api_client: RestClient, driver: str, node: str) -> None:
         self._client = api_client
-        self._resource = ResourceV1Api(api_client)
         self.driver = driver
         self.node = node
         self.field_selector = f"spec.driver={driver},spec.nodeName={node}"
-        self._watch: kubernetes.watch.Watch | None = None
+        self._watch: Watch | None = None
 
     def list_slices(self) -> tuple[list[JSON], str]:
         """Our slices and the list's resourceVersion (the point to watch from)."""
-        data = self._call(
-            "list ResourceSlices",
-            self._resource.list_resource_slice,
-            field_selector=self.field_selector,
-            _request_timeout=_WRITE_TIMEOUT,
-        )
+        data = self._call("list ResourceSlices", "GET", SLICES,
+                          query={"fieldSelector": self.field_selector})
         return list(data.get("items") or []), str(data["metadata"].get("resourceVersion", ""))
 
     def watch_slices(self, resource_version: str, timeout_seconds: int) -> Iterator[JSON]:
         """Watch events ({"type", "object"}) after `resource_version`, until the server
         closes the watch after `timeout_seconds` or `stop_watch` is called."""
-        watch = kubernetes.watch.Watch()
-        self._watch = watch
+        action = "watch ResourceSlices"
+        query: Query = {"fieldSelector": self.field_selector, "resourceVersion": resource_version,
+                 "timeoutSeconds": timeout_seconds, "allowWatchBookmarks": True}
         try:
-            yield from watch.stream(
-                self._resource.list_resource_slice,
-                field_selector=self.field_selector,
-                resource_version=resource_version,
-                timeout_seconds=timeout_seconds,
-                allow_watch_bookmarks=True,
-                deserialize=False,
-                _request_timeout=(10.0, timeout_seconds + 30.0),
-            )
-        except ApiException as exc:
-            raise _api_error("watch ResourceSlices", exc) from exc
+            self._watch = self._client.watch(SLICES, query, (10.0, timeout_seconds + 30.0))
+            for event in self._watch:
+                if event.get("type") == "ERROR":
+                    # An ERROR event (410 Expired and others) means: list again.
+                    raise ApiError(action, 410, "Expired", "the watch ended with an ERROR event")
+                yield event
+        except ApiStatusError as exc:
+            raise _api_error(action, exc) from exc
         except _CONNECTION_ERRORS as exc:
-            raise ApiError("watch ResourceSlices", 0, type(exc).__name__, str(exc)) from exc
-        except KeyError as exc:
-            # The client chokes on ERROR events when deserialize=False (it looks for
-            # "raw_object"); an ERROR event (410 Expired and others) means: list again.
-            raise ApiError("watch ResourceSlices", 410, "Expired",
-                           "the watch ended with an ERROR event") from exc
+            raise ApiError(action, 0, type(exc).__name__, str(exc)) from exc
         finally:
             self._watch = None
 
@@ -108,13 +93,12 @@ class SliceApi:
         """Make a running `watch_slices` return promptly (closes its connection)."""
         watch = self._watch
         if watch is not None:
-            watch.stop()
+            watch.close()
 
     def get_slice(self, name: str) -> JSON | None:
         """The slice called `name`, or None when it does not exist."""
         try:
-            return self._call(f"get ResourceSlice {name}", self._resource.read_resource_slice,
-                              name, _request_timeout=_WRITE_TIMEOUT)
+            return self._call(f"get ResourceSlice {name}", "GET", f"{SLICES}/{quote(name)}")
         except ApiError as err:
             if err.kind == "not_found":
                 return None
@@ -124,67 +108,45 @@ class SliceApi:
         """Create a slice; returns the object as stored (devices equal to a `known`
         spec of the same name are that very object, see `_call`)."""
         name = body["metadata"].get("name") or body["metadata"].get("generateName", "") + "*"
-        return self._call(f"create ResourceSlice {name}",
-                          _unvalidated(ResourceV1Api.create_resource_slice), self._resource, body,
-                          _request_timeout=_WRITE_TIMEOUT, known=known)
+        return self._call(f"create ResourceSlice {name}", "POST", SLICES, body=body, known=known)
 
     def replace(self, body: JSON, known: Known | None = None) -> JSON:
         """Update a slice (resourceVersion in the body guards against lost updates);
         returns the object as stored, sharing `known` devices like `create`."""
         name = body["metadata"]["name"]
-        return self._call(f"update ResourceSlice {name}",
-                          _unvalidated(ResourceV1Api.replace_resource_slice), self._resource,
-                          name, body, _request_timeout=_WRITE_TIMEOUT, known=known)
+        return self._call(f"update ResourceSlice {name}", "PUT", f"{SLICES}/{quote(name)}",
+                          body=body, known=known)
 
     def delete(self, name: str, uid: str | None, resource_version: str | None) -> None:
         """Delete a slice, only if it is still the object we saw (uid + resourceVersion)."""
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version))
                          if v}
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
-        self._call(f"delete ResourceSlice {name}",
-                   _unvalidated(ResourceV1Api.delete_resource_slice), self._resource, name,
-                   body=body, _request_timeout=_WRITE_TIMEOUT)
+        self._call(f"delete ResourceSlice {name}", "DELETE", f"{SLICES}/{quote(name)}",
+                   body=body)
 
     def node_uid(self) -> str:
         """The UID of our Node (ApiError kind "not_found" while it does not exist)."""
-        node = self._call(f"get Node {self.node}", self._get, "/api/v1/nodes/{name}",
-                          {"name": self.node}, _request_timeout=_WRITE_TIMEOUT)
+        node = self._call(f"get Node {self.node}", "GET", f"/api/v1/nodes/{quote(self.node)}")
         return str(node["metadata"]["uid"])
 
     def server_version(self) -> str:
         """The API server's release, as its /version `gitVersion` ("v1.34.4")."""
-        version = self._call("get /version", self._get, "/version", {},
-                             _request_timeout=_WRITE_TIMEOUT)
+        version = self._call("get /version", "GET", "/version")
         return str(version.get("gitVersion", ""))
 
-    def _get(self, path: str, params: dict[str, str], *, _preload_content: bool,
-             _request_timeout: Any) -> Any:
-        """GET a path, raw. Not CoreV1Api.read_node or VersionApi: importing them costs
-        the plugin process about as much CPU as everything else it imports."""
-        request = self._client.param_serialize(
-            method="GET", resource_path=path, path_params=params,
-            header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
-        response = self._client.call_api(*request, _request_timeout=_request_timeout)
-        if not 200 <= response.status <= 299:
-            response.read()
-            raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return response.response
-
-    def _call(self, action: str, func: Any, *args: Any, known: Known | None = None,
-              **kwargs: Any) -> JSON:
+    def _call(self, action: str, method: str, path: str, *, query: dict[str, str] | None = None,
+              body: JSON | None = None, known: Known | None = None) -> JSON:
         """One call, its answer decoded. With `known` (device name -> spec), each
         decoded device entry equal to the known spec is replaced by it while decoding:
         the answer to a write of 128 devices then costs no second copy of them, not
         even for a moment (a moment is enough to leave the heap fragmented)."""
         hook = _sharing_hook(known) if known else None
         try:
-            response = func(*args, _preload_content=False, **kwargs)
-            try:
-                body: JSON = json.loads(response.data or b"{}", object_hook=hook)
-                return body
-            finally:
-                response.release_conn()
-        except ApiException as exc:
+            answer: JSON = self._client.request(method, path, query=query, body=body,
+                                                timeout=_WRITE_TIMEOUT, object_hook=hook)
+            return answer
+        except ApiStatusError as exc:
             raise _api_error(action, exc) from exc
         except _CONNECTION_ERRORS as exc:
             raise ApiError(action, 0, type(exc).__name__, str(exc)) from exc
@@ -202,26 +164,9 @@ def _sharing_hook(known: Known) -> Callable[[JSON], Any]:
     return share
 
 
-def _unvalidated(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A generated method without its argument validation: pydantic's `validate_call`
-    keeps the undecorated function as `raw_function`."""
-    # The wrapper is annotated as the function it wraps, so its extra attribute is unseen.
-    raw: Callable[..., Any] = method.raw_function  # type: ignore[attr-defined]
-    return raw
-
-
 _CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
-def _api_error(action: str, exc: ApiException) -> ApiError:
-    status, reason, message = api_exception_parts(exc)
-    return ApiError(action, status, reason, message, _retry_after(exc))
-
-
-def _retry_after(exc: ApiException) -> float | None:
-    headers = exc.headers or {}
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+def _api_error(action: str, exc: ApiStatusError) -> ApiError:
+    status, reason, message = exc.parts()
+    return ApiError(action, status, reason, message, exc.retry_after)

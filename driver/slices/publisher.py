@@ -29,9 +29,8 @@ import threading
 import time
 from typing import Any
 
-from kubernetes.client import ApiClient
-
 from driver.devices.model import Inventory
+from driver.kubeapi import RestClient
 from driver.slices.api import SliceApi
 from driver.slices.backoff import Backoff
 from driver.slices.observed import SliceCache
@@ -53,7 +52,7 @@ class Publisher:
 
     def __init__(
         self,
-        api_client: ApiClient,
+        api_client: RestClient,
         driver: str,
         node: str,
         inventory: Inventory | None = None,

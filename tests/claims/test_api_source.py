@@ -7,10 +7,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from kubernetes import client
 
 from driver.claims.api_source import ApiClaimSource
 from driver.claims.errors import ClaimError, ClaimNotFound
+from driver.kubeapi import ClusterAccess, RestClient
+from driver.kubeapi.access import TokenFile
 
 from .builders import fixture_claim
 
@@ -50,20 +51,23 @@ def source(api_client):
 
 
 @pytest.fixture
-def api_client():
+def url():
     _Handler.token = None
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
-    config = client.Configuration(host=f"http://127.0.0.1:{server.server_address[1]}")
-    api_client = client.ApiClient(config)
     try:
-        yield api_client
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
-        api_client.close()
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.fixture
+def api_client(url):
+    with RestClient(ClusterAccess(server=url)) as api_client:
+        yield api_client
 
 
 def test_reads_the_raw_claim_json_including_fields_the_client_does_not_know(source):
@@ -89,20 +93,21 @@ def test_other_api_errors_are_one_line_with_status_and_reason_and_no_headers(sou
     assert "X-Secret-Header" not in message and "\n" not in message
 
 
-def test_sends_the_clients_bearer_token_as_refreshed_for_each_read(api_client):
+def test_sends_the_token_file_as_rotated_for_each_read(url, tmp_path):
     raw = fixture_claim()
     _Handler.claims = {PATH.format(ns="team-a", name="c1"): raw}
-    config = api_client.configuration
-    config.api_key = {"authorization": "old"}
-    config.api_key_prefix = {"authorization": "Bearer"}
-    tokens = iter(["first", "second", "stale"])
-    # What the in-cluster loader installs: the token file is read again when it rotates.
-    config.refresh_api_key_hook = lambda c: c.api_key.update(authorization=next(tokens))
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    api_client = RestClient(ClusterAccess(server=url, credentials=TokenFile(token)))
     source = ApiClaimSource(api_client, timeout_s=5)
     _Handler.token = "first"
     assert source.get("team-a", "c1") == raw
+    # As the kubelet rotates a projected token: a new file swapped in.
+    (tmp_path / "new").write_text("second")
+    (tmp_path / "new").replace(token)
     _Handler.token = "second"
     assert source.get("team-a", "c1") == raw
     _Handler.token = "third"
     with pytest.raises(ClaimError, match="401 Unauthorized"):
         source.get("team-a", "c1")
+    api_client.close()

@@ -36,7 +36,7 @@ def test_the_claims_of_one_call_are_read_at_once(server, tmp_path):
     # Each read waits up to 5 s unless all N are in flight together: read one after
     # another, they would never be (and the call would take N x 5 s).
     stall = server.stall("get", "resourceclaims", seconds=5, together=N)
-    with server.api_client() as api_client:
+    with server.rest_client() as api_client:
         preparer = Preparer(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
                             tmp_path / "cdi", tmp_path / "data")
         answers = preparer.prepare(refs)
@@ -51,7 +51,7 @@ def test_at_most_so_many_reads_are_in_flight(server):
     refs = _claims(server, cluster, count)
     # all go on once MAX_PARALLEL_FETCHES are in flight: more never are
     stall = server.stall("get", "resourceclaims", seconds=5, together=MAX_PARALLEL_FETCHES)
-    with server.api_client() as api_client:
+    with server.rest_client() as api_client:
         planner = PreparePlanner(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
                                  ClaimRules(), None)
         fetched = planner.fetch(refs)
@@ -63,7 +63,7 @@ def test_a_claim_not_read_by_the_deadline_is_that_claims_error(server):
     cluster = ProfileCluster("nic")
     refs = _claims(server, cluster, 2)
     server.stall("get", "resourceclaims", seconds=2, together=3)  # never 3: each waits 2 s
-    with server.api_client() as api_client:
+    with server.rest_client() as api_client:
         planner = PreparePlanner(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
                                  ClaimRules(), None)
         fetched = planner.fetch(refs, deadline_s=0.1)
@@ -76,7 +76,7 @@ def test_a_claim_not_read_by_the_deadline_is_that_claims_error(server):
 def test_a_single_claim_is_read_in_the_calling_thread(server):
     cluster = ProfileCluster("nic")
     (ref,) = _claims(server, cluster, 1)
-    with server.api_client() as api_client:
+    with server.rest_client() as api_client:
         planner = PreparePlanner(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
                                  ClaimRules(), None)
         assert planner.fetch([ref])[ref.uid]["metadata"]["uid"] == ref.uid

@@ -6,7 +6,6 @@ import json
 from dataclasses import replace
 
 import pytest
-from kubernetes.client import ResourceV1Api
 
 from driver.claims.allocation import parse_claim
 from driver.claims.api_source import ApiClaimSource
@@ -124,7 +123,7 @@ def server():
 
 def _node(server, cluster, tmp_path):
     """A preparer reading claims from the API stand-in and writing their status."""
-    api_client = server.api_client()
+    api_client = server.rest_client()
     # As the plugin wires it: writes on a background thread, retried quickly here.
     writer = BackgroundStatusWriter(
         ClaimStatusWriter(api_client, DRIVER, clock=lambda: NOW), retry_seconds=0.05
@@ -227,9 +226,10 @@ def _apply_other(api_client, ref, entries, force=False):
               "metadata": {"name": ref.name, "namespace": ref.namespace}}
     if entries:
         config["status"] = {"devices": entries}
-    ResourceV1Api(api_client).patch_namespaced_resource_claim_status(
-        ref.name, ref.namespace, config, field_manager=OTHER_DRIVER, force=force,
-        _content_type="application/apply-patch+yaml")
+    api_client.request(
+        "PATCH", f"/apis/resource.k8s.io/v1/namespaces/{ref.namespace}/resourceclaims/"
+        f"{ref.name}/status", query={"fieldManager": OTHER_DRIVER, "force": force},
+        body=config, content_type="application/apply-patch+yaml")
 
 
 def _owned_devices(server, ref, manager):
@@ -275,7 +275,7 @@ def test_our_entries_written_before_apply_are_removed_and_others_kept(server, cl
     raw = server.get_object("resourceclaims", ref.name, ref.namespace)
     raw["status"]["devices"] = updated_status_devices([OTHER_ENTRY], DRIVER, prepared, now=NOW)
     server.put_object("resourceclaims", raw)
-    with server.api_client() as api_client:
+    with server.rest_client() as api_client:
         writer = ClaimStatusWriter(api_client, DRIVER, clock=lambda: NOW)
         assert writer.sync(ref, replace(prepared, units=prepared.units[:1])) is True
         assert [e["device"] for e in _status_devices(server, ref)] == ["fpga-0", "gpu-0"]

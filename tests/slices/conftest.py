@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from kubernetes.client import ApiClient
 
 from driver.devices.model import Inventory
+from driver.kubeapi import RestClient
 from driver.slices.backoff import Backoff
 from driver.slices.publisher import Publisher
 from driver.testing.apiserver import APIServer
@@ -33,8 +33,8 @@ def node(server: APIServer) -> dict[str, Any]:
 
 
 @pytest.fixture
-def client(server: APIServer) -> Iterator[ApiClient]:
-    api_client = server.api_client()
+def client(server: APIServer) -> Iterator[RestClient]:
+    api_client = server.rest_client()
     yield api_client
     api_client.close()
 
@@ -43,7 +43,7 @@ StartPublisher = Callable[..., Publisher]
 
 
 @pytest.fixture
-def start(client: ApiClient) -> Iterator[StartPublisher]:
+def start(client: RestClient) -> Iterator[StartPublisher]:
     started: list[Publisher] = []
 
     def _start(inventory: Inventory, **options: Any) -> Publisher:

@@ -280,7 +280,7 @@ def test_a_new_api_server_with_older_versions_gets_our_slices_again():
     try:
         first.put_objects("nodes", [{"metadata": {"name": f"other-{i}"}} for i in range(20)])
         first.put_object("nodes", {"metadata": {"name": NODE}})
-        client = first.api_client()
+        client = first.rest_client()
         publisher = Publisher(client, DRIVER, NODE, inventory(pool("a", gpus(3))), backoff=FAST)
         publisher.start()
         try:

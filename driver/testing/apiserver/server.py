@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from driver.kubeapi import ClusterAccess, RestClient
 from driver.testing.apiserver import errors, lifecycle
 from driver.testing.apiserver.faults import Faults, RequestLog, Stall
 from driver.testing.apiserver.gates import DEFAULT_GATES
@@ -266,6 +267,11 @@ class APIServer:
         configuration = client.Configuration()
         configuration.host = self.url
         return client.ApiClient(configuration)
+
+    def rest_client(self) -> RestClient:
+        """A new client of the plugin's own (`driver.kubeapi`) for this server, as the
+        plugin's publisher, claim reader and status writer take it (caller closes it)."""
+        return RestClient(ClusterAccess(server=self.url))
 
     # --- test hooks ------------------------------------------------------------------
 
