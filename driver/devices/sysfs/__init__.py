@@ -5,6 +5,21 @@ The sysfs and /dev roots are parameters, so tests and containers can point the b
 a fake tree or at the host's tree mounted elsewhere.
 """
 
-from driver.devices.sysfs.backend import SysfsBackend
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from driver.devices.sysfs.backend import SysfsBackend
 
 __all__ = ["SysfsBackend"]
+
+
+def __getattr__(name: str) -> Any:
+    # The backend loads on first use: `simdra run` checks --sysfs-allow/--sysfs-deny
+    # (`selection`) before it serves the kubelet, and must not pay for the backend then.
+    if name == "SysfsBackend":
+        from driver.devices.sysfs.backend import SysfsBackend
+
+        return SysfsBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
