@@ -123,11 +123,15 @@ class Checkpoint:
         """What changes whenever another process changes the records, in O(1): the
         generation token (see `mark_changing`) and the directory's inode and
         timestamps (any file added, removed or renamed, by anyone, e.g. an operator)."""
-        try:
-            with open(self._generation, "rb") as file:
-                token = file.read(GENERATION_BYTES)
+        try:  # os.open, not open(): a file object costs three more system calls
+            fd = os.open(self._generation, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             token = b""
+        else:
+            try:
+                token = os.read(fd, GENERATION_BYTES)
+            finally:
+                os.close(fd)
         info = os.stat(self.directory)
         return (token, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
 
