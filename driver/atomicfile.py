@@ -193,23 +193,16 @@ _sync_pool: ThreadPoolExecutor | None = None
 _sync_pool_lock = threading.Lock()
 
 
-# Up to this many writes (one claim's record and CDI spec) are made on the caller's thread,
-# one after the other: two fsyncs at once on one disk took about as long as in turn,
-# and handing one to a pool thread cost a thread wake-up and a GIL hand-over each way
-# (sequential prepares of node_scale_bench: less CPU and a lower p50 in turn).
-_SERIAL_WRITES = 2
-
-
 def write_staged(writes: Sequence[StagedWrite]) -> list[Exception | None]:
-    """`write` every staged write, concurrently when there are more than _SERIAL_WRITES;
-    per write the exception it raised, or None once its content is durable.
+    """`write` every staged write, concurrently; per write the exception it raised, or
+    None once its content is durable.
 
     Concurrently, not one after the other, because the caller holds every other prepare
     waiting meanwhile: besides the shared fsyncs, creating a file can cost far more than
     writing it (ext4 without a journal skips every inode freed in the last minute, about
     1.4 ms each after 4,000 unprepares), and creates in one directory queue on its lock
     while the records' and the CDI specs' directories can run side by side."""
-    if len(writes) <= _SERIAL_WRITES:
+    if len(writes) <= 1:
         return [_try_write(w) for w in writes]
     pool = _pool()
     pending = [pool.submit(_try_write, w) for w in writes[1:]]

@@ -3,8 +3,7 @@
 A claim's record and its CDI spec are first encoded, then every one of the batch's files
 is written under a temp name (invisible: CDI runtimes and the record loader skip
 dot-files) and fsynced, all at once (the file system commits concurrent fsyncs together,
-and the two directories' creates run side by side; a batch of one claim writes its two in
-turn, see `atomicfile.write_staged`), then the records are renamed into
+and the two directories' creates run side by side), then the records are renamed into
 place and their directory fsynced by the caller, and only then is each CDI spec renamed
 into place. So a spec is still never in place before its record is durable, and the
 batch waits for three fsyncs (contents, records directory, specs directory) where
