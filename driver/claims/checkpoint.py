@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from driver import atomicfile
 from driver.atomicfile import (
@@ -70,6 +71,7 @@ class Checkpoint:
         self._generation = Path(data_dir) / GENERATION_FILE
         self._nonce = secrets.token_hex(8)
         self._changes = 0
+        self._generation_writer: BinaryIO | None = None  # see _generation_file
 
     def path_for(self, claim_uid: str) -> Path:
         """The record path of a claim; ValueError when the UID is not a safe file name."""
@@ -121,11 +123,15 @@ class Checkpoint:
         """What changes whenever another process changes the records, in O(1): the
         generation token (see `mark_changing`) and the directory's inode and
         timestamps (any file added, removed or renamed, by anyone, e.g. an operator)."""
-        try:
-            with open(self._generation, "rb") as file:
-                token = file.read(GENERATION_BYTES)
+        try:  # os.open, not open(): a file object costs three more system calls
+            fd = os.open(self._generation, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             token = b""
+        else:
+            try:
+                token = os.read(fd, GENERATION_BYTES)
+            finally:
+                os.close(fd)
         info = os.stat(self.directory)
         return (token, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
 
@@ -136,11 +142,20 @@ class Checkpoint:
         fsync: only live processes compare it; start-up always reads everything."""
         self._changes += 1
         token = f"{os.getpid()}:{self._nonce}:{self._changes}".encode().ljust(GENERATION_BYTES)
-        fd = os.open(self._generation, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, RECORD_MODE)
-        try:
-            os.pwrite(fd, token[:GENERATION_BYTES], 0)
-        finally:
-            os.close(fd)
+        os.pwrite(self._generation_file().fileno(), token[:GENERATION_BYTES], 0)
+
+    def _generation_file(self) -> BinaryIO:
+        """The generation file, kept open for writing: closing a descriptor opened for
+        writing is an inotify event (IN_CLOSE_WRITE) in the data directory, which the
+        live-devices thread watches for the fault file, and each prepare would wake it.
+        Opened again when someone removed the file (its link count is then 0)."""
+        file = self._generation_writer
+        if file is None or os.fstat(file.fileno()).st_nlink == 0:
+            if file is not None:
+                file.close()
+            fd = os.open(self._generation, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, RECORD_MODE)
+            file = self._generation_writer = os.fdopen(fd, "wb", buffering=0)
+        return file
 
     def load_all(self) -> tuple[dict[str, PreparedClaim], list[CorruptRecord]]:
         """Every valid record by claim UID, and every record file that is not valid."""

@@ -15,6 +15,7 @@ import ctypes.util
 import os
 import select
 import struct
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -52,12 +53,22 @@ class FileEvents:
 
     def wait(self, timeout: float | None) -> bool:
         """Sleep until a watched file changed (True), `interrupt()` or `timeout` seconds
-        (False)."""
-        ready, _, _ = select.select([self._fd, self._wake_r], [], [], timeout)
-        if self._wake_r in ready:
-            with contextlib.suppress(BlockingIOError):
-                os.read(self._wake_r, _READ_BYTES)
-        return self._fd in ready and self._relevant(self._drain())
+        (False). Events for other files in the same directories are read and slept
+        through: every prepare writes the generation file next to the fault file, and
+        handing each such wake-up to the caller made it re-read its files in the middle
+        of the prepare (which then waited for the GIL)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._fd, self._wake_r], [], [], left)
+            if self._wake_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_r, _READ_BYTES)
+                return self._fd in ready and self._relevant(self._drain())
+            if not ready:
+                return False  # timed out
+            if self._relevant(self._drain()):
+                return True
 
     def interrupt(self) -> None:
         """End a `wait` now (from another thread)."""

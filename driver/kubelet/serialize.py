@@ -26,7 +26,10 @@ class CallSerializer:
         if self.lock_file is None:
             return self
         try:
-            self._fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # Read-only: flock needs no write access, and closing a descriptor opened
+            # for writing is an inotify event (IN_CLOSE_WRITE) in the data directory,
+            # which the live-devices thread watches for the fault file.
+            self._fd = os.open(self.lock_file, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
         except BaseException:
             self._release_file()

@@ -37,6 +37,20 @@ def _prepared(uid):
     return plan_prepare(parse_claim(claim(uid, results), DRIVER), inventory(), DRIVER)
 
 
+def test_every_change_shows_in_the_stamp_of_a_sibling_even_after_its_file_was_removed(tmp_path):
+    # A rolling update's two instances share the data directory: each compares the
+    # other's generation token before trusting its records in memory.
+    writer, sibling = Checkpoint(tmp_path), Checkpoint(tmp_path)
+    before = sibling.stamp()
+    writer.mark_changing()
+    first = sibling.stamp()
+    assert first != before
+    (tmp_path / "claims.generation").unlink()  # e.g. an operator cleaning up
+    writer.mark_changing()
+    assert sibling.stamp() not in (first, before)
+    assert (tmp_path / "claims.generation").stat().st_size == 64
+
+
 def test_round_trip_keeps_everything_exactly(tmp_path):
     store = Checkpoint(tmp_path)
     prepared = _prepared(A)

@@ -35,3 +35,18 @@ def test_interrupt_ends_a_wait_without_a_change(tmp_path: Path) -> None:
         assert not events.wait(30)
     finally:
         events.close()
+
+
+def test_a_neighbour_change_does_not_end_the_wait_for_the_watched_file(tmp_path: Path) -> None:
+    watched = tmp_path / "faults.json"
+    events = FileEvents([watched])
+    neighbour = threading.Timer(0.05, (tmp_path / "serialize.lock").write_bytes, [b""])
+    change = threading.Timer(0.3, watched.write_text, ["{}"])
+    try:
+        neighbour.start()
+        change.start()
+        assert events.wait(10)  # slept through the neighbour's event, woke for the file
+    finally:
+        neighbour.join()
+        change.join()
+        events.close()
