@@ -10,22 +10,23 @@ the plugin's heaviest import).
 from __future__ import annotations
 
 import json
-import ssl
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from driver.kubeapi import (
-    ApiStatusError,
+from driver.kubeapi.config import (
     ClusterConfigError,
-    RestClient,
     in_cluster_access,
     kubeconfig_access,
-    status_parts,
-    status_text,
+    read_kubeconfig,
 )
-from driver.kubeapi.config import read_kubeconfig
+from driver.kubeapi.errors import ApiStatusError, status_parts, status_text
+
+if TYPE_CHECKING:
+    # The client itself (urllib3, ssl) loads on the loader's thread, once the kubelet's
+    # sockets serve: `simdra run` imports this module before it serves them.
+    from driver.kubeapi.client import RestClient
 
 __all__ = ["ApiStatusError", "ClusterConfigError", "status_parts", "status_text"]
 
@@ -110,6 +111,10 @@ def load_api_client(kubeconfig: str | None) -> RestClient:
         access, where = kubeconfig_access(kubeconfig), f"--kubeconfig={kubeconfig!r}"
     else:
         access, where = in_cluster_access(SERVICE_ACCOUNT_DIR), str(SERVICE_ACCOUNT_DIR)
+    import ssl
+
+    from driver.kubeapi.client import RestClient
+
     try:
         return RestClient(access, connections=API_CONNECTIONS)
     except (OSError, ssl.SSLError, ValueError) as err:

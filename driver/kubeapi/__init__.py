@@ -8,10 +8,26 @@ implement (exec, auth-provider, username/password) load the official client, and
 only its configuration loader (`driver.kubeapi.fallback`).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from driver.kubeapi.access import ClusterAccess
-from driver.kubeapi.client import RestClient, Watch
 from driver.kubeapi.config import ClusterConfigError, in_cluster_access, kubeconfig_access
 from driver.kubeapi.errors import ApiStatusError, status_parts, status_text
+
+if TYPE_CHECKING:
+    from driver.kubeapi.client import RestClient, Watch
+
+
+def __getattr__(name: str) -> Any:
+    # The client (urllib3, ssl) loads on first use: `simdra run` checks its cluster
+    # configuration (`config`) before it serves the kubelet, and must not pay for it then.
+    if name in ("RestClient", "Watch"):
+        from driver.kubeapi import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ApiStatusError",
