@@ -109,8 +109,16 @@ def test_admission_policy_confines_the_plugin_to_its_node(
                "spec": {"driver": DRIVER, "nodeName": "some-other-node",
                         "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
                         "devices": []}}
-    status, text = _as_plugin(control_plane, token, "POST",
-                              "/apis/resource.k8s.io/v1/resourceslices", foreign)
+
+    def answer() -> tuple[int, str] | None:
+        # dryRun: admission runs, nothing is stored even while the policy lets it pass.
+        status, text = _as_plugin(control_plane, token, "POST",
+                                  "/apis/resource.k8s.io/v1/resourceslices?dryRun=All", foreign)
+        return None if status == 201 else (status, text)
+
+    # The API server enforces a new policy once its policy informer has it and the type
+    # check ran, a moment after `kubectl apply`; a write may pass until then.
+    status, text = wait_until(answer, 30, "the admission policy in effect")
     # A ValidatingAdmissionPolicy denial is 422 Invalid unless the policy names a reason.
     assert status == 422 and "may only write ResourceSlices of that node" in text, text
     status, text = _as_plugin(control_plane, token, "GET", "/api/v1/namespaces/default/pods")
