@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from driver.kubeapi.config import (
     ClusterConfigError,
+    error_text,
     in_cluster_access,
     kubeconfig_access,
     read_kubeconfig,
@@ -118,14 +119,7 @@ def load_api_client(kubeconfig: str | None) -> RestClient:
     try:
         return RestClient(access, connections=API_CONNECTIONS)
     except (OSError, ssl.SSLError, ValueError) as err:
-        raise ClusterConfigError(f"{where}: TLS setup failed: {_first_line(err)}") from None
-
-
-def _first_line(err: BaseException) -> str:
-    if isinstance(err, OSError) and err.strerror:
-        return f"{err.filename}: {err.strerror}" if err.filename else err.strerror
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
+        raise ClusterConfigError(f"{where}: TLS setup failed: {error_text(err)}") from None
 
 
 def api_exception_parts(exc: ApiStatusError) -> tuple[int, str, str]:

@@ -48,7 +48,7 @@ def in_cluster_access(account_dir: Path, environ: Mapping[str, str] = os.environ
     try:
         token = TokenFile(account_dir / "token")
     except (OSError, ValueError) as err:
-        raise ClusterConfigError(f"{NO_CLUSTER} ({_text(err)}) {NO_KUBECONFIG}") from None
+        raise ClusterConfigError(f"{NO_CLUSTER} ({error_text(err)}) {NO_KUBECONFIG}") from None
     return ClusterAccess(server=f"https://{host}:{environ['KUBERNETES_SERVICE_PORT']}",
                          ca_file=str(account_dir / "ca.crt"), credentials=token)
 
@@ -69,7 +69,7 @@ def kubeconfig_access(path: str) -> ClusterAccess:
     try:
         return _access(cluster, user, Path(path).parent)
     except (OSError, ValueError) as err:
-        raise ClusterConfigError(f"{where}: not a usable kubeconfig: {_text(err)}") from None
+        raise ClusterConfigError(f"{where}: not a usable kubeconfig: {error_text(err)}") from None
 
 
 def read_kubeconfig(path: str) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def read_kubeconfig(path: str) -> dict[str, Any]:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ClusterConfigError(f"{where}: not valid YAML: {_text(err)}") from None
+        raise ClusterConfigError(f"{where}: not valid YAML: {error_text(err)}") from None
     if not isinstance(document, dict):
         raise ClusterConfigError(f"{where}: not a kubeconfig (no mapping at the top)")
     current_context(document, where)
@@ -159,7 +159,7 @@ def _data(entry: dict[str, Any], key: str) -> bytes | None:
         raise ValueError(f"{key} is not base64") from None
 
 
-def _text(err: BaseException) -> str:
+def error_text(err: BaseException) -> str:
     """The first line of an error, with the file name an OSError names."""
     if isinstance(err, OSError) and err.strerror:
         return f"{err.filename}: {err.strerror}" if err.filename else err.strerror
