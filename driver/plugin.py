@@ -204,8 +204,8 @@ class Plugin:
             return
         reconciler = ClaimReconciler(
             self.preparer, DeferredClaimSource(self._api.get),
-            driver=cfg.driver_name, node=cfg.node_name, interval=cfg.reconcile_interval,
-            policy=ReconcilePolicy(grace=cfg.reconcile_grace),
+            driver=cfg.driver_name, node=cfg.node_name,
+            policy=ReconcilePolicy(grace=cfg.reconcile_grace, interval=cfg.reconcile_interval),
             on_reclaimed=self.metrics.reconciled if self.metrics is not None else None)
         reconciler.start()
         self._stops.append(reconciler.stop)

@@ -5,10 +5,11 @@ The kubelet unprepares only the claims its own checkpoint (`dra_manager_state`) 
 When it loses that state, or a node keeps the plugin's data directory over a reimage,
 a record outlives its claim and keeps the device held: the scheduler allocates the
 device again and every prepare of it fails. So at start-up, and every `interval`
-seconds, each record's claim is read from the API server (one GET, the permission the
-plugin already has) and a record that has been leaked long enough is unprepared through
-`Preparer.reclaim`, the path NodeUnprepareResources takes: CDI spec, then record, and
-the ledger frees the devices.
+seconds (`ReconcilePolicy`), the claims of the records due are read from the API
+server (one GET each, the permission the plugin already has; a claim found in use is
+read less and less often, see `due_reads`) and a record that has been leaked long
+enough is unprepared through `Preparer.reclaim`, the path NodeUnprepareResources
+takes: CDI spec, then record, and the ledger frees the devices.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from typing import Any, Protocol
 
 from driver.claims.errors import ClaimNotFound, claim_label
 from driver.claims.reconcile_plan import (
+    InUse,
     Reclaim,
     ReconcilePolicy,
     RecordedClaim,
     Suspect,
+    due_reads,
     plan_reconcile,
 )
 from driver.claims.source import ClaimSource
@@ -48,7 +51,7 @@ class Reclaimer(Protocol):
 
 class ClaimReconciler:
     """Checks the records against the API server; `check()` is one pass, `start()` runs
-    one now and then one every `interval` seconds on a thread until `stop()`.
+    one now and then one every `policy.interval` seconds on a thread until `stop()`.
 
     `on_reclaimed(claim, reason)` is called for every claim unprepared (the plugin
     counts them); `clock` is the wall clock the records' times are in.
@@ -61,7 +64,6 @@ class ClaimReconciler:
         *,
         driver: str,
         node: str,
-        interval: float,
         policy: ReconcilePolicy,
         on_reclaimed: Callable[[ClaimRef, str], None] | None = None,
         clock: Callable[[], float] = time.time,
@@ -70,23 +72,24 @@ class ClaimReconciler:
         self._source = source
         self._driver = driver
         self._node = node
-        self._interval = interval
         self._policy = policy
         self._on_reclaimed = on_reclaimed
         self._clock = clock
         self._suspects: Mapping[str, Suspect] = {}
+        self._in_use: Mapping[str, InUse] = {}
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
     def check(self) -> list[Reclaim]:
-        """One pass: read every record's claim, plan, unprepare what is due; returns the
-        claims unprepared."""
+        """One pass: read the claims of the records due, plan, unprepare what is due;
+        returns the claims unprepared."""
         now = self._clock()
         records = self._preparer.recorded()
-        seen = self._read(records)
+        due = due_reads(records, self._suspects, self._in_use, now, self._policy)
+        seen = self._read({uid: records[uid] for uid in due})
         plan = plan_reconcile(records, seen, self._suspects, now, driver=self._driver,
-                              node=self._node, policy=self._policy)
-        self._suspects = plan.suspects
+                              node=self._node, policy=self._policy, in_use=self._in_use)
+        self._suspects, self._in_use = plan.suspects, plan.in_use
         if not plan.reclaim:
             return []
         answers = self._preparer.reclaim(list(plan.reclaim))
@@ -121,7 +124,7 @@ class ClaimReconciler:
         return seen
 
     def start(self) -> None:
-        """Check now and then every `interval` seconds, on a daemon thread."""
+        """Check now and then every `policy.interval` seconds, on a daemon thread."""
         self._thread = threading.Thread(target=self._run, name="claim-reconciler", daemon=True)
         self._thread.start()
 
@@ -137,7 +140,7 @@ class ClaimReconciler:
                 self.check()
             except Exception:  # one failed pass must not end reconciliation
                 log.exception("reconcile: check of the prepared claims failed")
-            self._stopped.wait(self._interval)
+            self._stopped.wait(self._policy.interval)
 
 
 def _label(ref: ClaimRef) -> str:

@@ -13,8 +13,11 @@ from driver.claims.reconcile_plan import (
     DEALLOCATED,
     NOT_RESERVED,
     UID_CHANGED,
+    InUse,
     ReconcilePolicy,
     RecordedClaim,
+    Suspect,
+    due_reads,
     leak_reason,
     plan_reconcile,
 )
@@ -191,3 +194,69 @@ def test_only_leaked_records_are_reclaimed_and_gone_records_are_forgotten() -> N
     gone = plan_reconcile({B: records[B]}, {B: _in_use(B)}, first.suspects, late + GRACE,
                           driver=DRIVER, node=NODE, policy=POLICY)
     assert gone.reclaim == () and gone.suspects == {}
+
+
+# --- when a claim is read (the API server's load) --------------------------------------
+
+INTERVAL = POLICY.interval
+
+
+def test_a_new_record_is_first_read_one_interval_after_its_prepare() -> None:
+    records = {A: _record(touched_at=T0)}
+    assert due_reads(records, {}, {}, T0 + INTERVAL - 1, POLICY) == []
+    assert due_reads(records, {}, {}, T0 + INTERVAL, POLICY) == [A]
+    # A record from before a restart (old, never read by this process): read at once.
+    assert due_reads({A: _record(touched_at=T0 - 10 * GRACE)}, {}, {}, T0, POLICY) == [A]
+
+
+def test_a_suspect_is_read_on_every_check() -> None:
+    records = {A: _record(touched_at=T0)}
+    suspects = {A: Suspect("not_reserved", T0 + 1, 1)}
+    quiet = {A: InUse(T0 + 1, POLICY.longest_wait)}
+    assert due_reads(records, suspects, quiet, T0 + 2, POLICY) == [A]
+
+
+def test_the_wait_doubles_while_the_claim_is_in_use_up_to_the_longest() -> None:
+    waits, in_use, now = [], {}, T0 + INTERVAL
+    for _ in range(8):
+        plan = plan_reconcile({A: _record()}, {A: _in_use()}, {}, now, driver=DRIVER,
+                              node=NODE, policy=POLICY, in_use=in_use)
+        in_use = plan.in_use
+        waits.append(in_use[A].wait / INTERVAL)
+        now += in_use[A].wait
+    assert waits == [2, 4, 8, 16, 16, 16, 16, 16]
+    # A check that does not read the claim keeps its schedule; a suspect loses it.
+    kept = plan_reconcile({A: _record()}, {}, {}, now, driver=DRIVER, node=NODE,
+                          policy=POLICY, in_use=in_use)
+    assert kept.in_use == in_use
+    lost = plan_reconcile({A: _record()}, {A: None}, {}, now, driver=DRIVER, node=NODE,
+                          policy=POLICY, in_use=in_use)
+    assert lost.in_use == {} and A in lost.suspects
+
+
+def test_a_wait_is_spread_by_up_to_a_quarter_and_a_prepare_restarts_it() -> None:
+    wait = POLICY.longest_wait
+    quiet = {A: InUse(T0, wait)}
+    records = {A: _record(touched_at=T0 - 1)}
+    assert due_reads(records, {}, quiet, T0 + 0.75 * wait - 1, POLICY) == []
+    assert due_reads(records, {}, quiet, T0 + wait, POLICY) == [A]
+    touched = {A: _record(touched_at=T0 + wait)}  # the kubelet prepared it again
+    assert due_reads(touched, {}, quiet, T0 + wait + 1, POLICY) == []
+
+
+def test_claims_in_use_are_read_about_once_per_longest_wait() -> None:
+    uids = [f"{n:08x}-0000-4000-8000-{n:012x}" for n in range(200)]
+    records = {uid: _record(uid, touched_at=T0 + n * 2.5) for n, uid in enumerate(uids)}
+    seen_in_use = {uid: _in_use(uid) for uid in uids}
+    in_use: dict[str, InUse] = {}
+    reads, now, day = 0, T0, 24 * 3600
+    while now < T0 + day:
+        due = due_reads(records, {}, in_use, now, POLICY)
+        reads += len(due)
+        in_use = plan_reconcile(records, {u: seen_in_use[u] for u in due}, {}, now,
+                                driver=DRIVER, node=NODE, policy=POLICY,
+                                in_use=in_use).in_use
+        now += INTERVAL
+    # Every check read all of them before: 1,440 reads a claim a day.
+    assert reads / len(uids) < day / (0.75 * POLICY.longest_wait) + 5
+    assert reads / day * 1000 / len(uids) < 1.5  # per second, for 1,000 claims

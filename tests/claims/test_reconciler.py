@@ -24,7 +24,8 @@ POD = {"resource": "pods", "name": "p", "uid": "pod-uid-1"}
 class Node:
     """A node's directories, the API's claims, one preparer and its reconciler."""
 
-    def __init__(self, tmp_path, grace: float = 0.0) -> None:
+    def __init__(self, tmp_path, grace: float = 0.0, interval: float = 1e-6,
+                 clock=time.time) -> None:
         self.source = StaticClaimSource()
         self.cdi = tmp_path / "cdi"
         self.data = tmp_path / "data"
@@ -32,8 +33,8 @@ class Node:
                                  self.cdi, self.data)
         self.reclaimed: list[tuple[str, str]] = []
         self.reconciler = ClaimReconciler(
-            self.preparer, self.source, driver=DRIVER, node=GPU_POOL, interval=60,
-            policy=ReconcilePolicy(grace=grace),
+            self.preparer, self.source, driver=DRIVER, node=GPU_POOL,
+            policy=ReconcilePolicy(grace=grace, interval=interval), clock=clock,
             on_reclaimed=lambda ref, reason: self.reclaimed.append((ref.uid, reason)))
 
     def add(self, uid: str, reserved: bool = True) -> ClaimRef:
@@ -137,3 +138,37 @@ def test_an_unreadable_claim_is_left_alone(tmp_path, failure):
     for _ in range(3):
         assert node.reconciler.check() == []
     assert set(node.preparer.prepared()) == {A}
+
+
+def test_claims_are_read_when_due_not_on_every_check(tmp_path):
+    # The API server's load: a claim just prepared was read by its prepare; one found in
+    # use is read again after twice the wait before, up to the longest wait.
+    now = [time.time()]
+    node = Node(tmp_path, interval=60, clock=lambda: now[0])
+    reads: list[str] = []
+    get = node.source.get
+
+    def counting(namespace, name):
+        reads.append(name)
+        return get(namespace, name)
+
+    node.source.get = counting  # type: ignore[method-assign]
+    ref = node.add(A)
+    assert not _error(node.preparer.prepare([ref]), A)
+    prepared = len(reads)
+
+    def reads_at(offset: float, reclaimed: int = 0) -> int:
+        now[0] = time.time() + offset
+        before = len(reads)
+        assert len(node.reconciler.check()) == reclaimed
+        return len(reads) - before
+
+    assert reads_at(0) == 0  # its prepare has just read it
+    assert reads_at(61) == 1  # one interval later
+    assert reads_at(61 + 60) == 0  # next wait: two intervals, at most a quarter less
+    assert reads_at(61 + 120) == 1
+    assert prepared == 1
+    node.delete(ref)  # leaked while quiet: read within the wait, then on every check
+    assert reads_at(61 + 120 + 240) == 1
+    assert reads_at(61 + 120 + 240 + 60, reclaimed=1) == 1
+    assert node.reclaimed == [(A, CLAIM_DELETED)]
