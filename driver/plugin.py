@@ -206,7 +206,8 @@ class Plugin:
             self.preparer, DeferredClaimSource(self._api.get),
             driver=cfg.driver_name, node=cfg.node_name,
             policy=ReconcilePolicy(grace=cfg.reconcile_grace, interval=cfg.reconcile_interval),
-            on_reclaimed=self.metrics.reconciled if self.metrics is not None else None)
+            on_reclaimed=self.metrics.reconciled if self.metrics is not None else None,
+            on_read=self.metrics.reconcile_read if self.metrics is not None else None)
         reconciler.start()
         self._stops.append(reconciler.stop)
 

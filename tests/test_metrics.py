@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.atomicfile import SYNC_THREAD_PREFIX
-from driver.claims.reconcile_plan import CLAIM_DELETED, REASONS
+from driver.claims.reconcile_plan import CLAIM_DELETED, GONE, READ_RESULTS, REASONS
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.core.quantity import parse_quantity
 from driver.kubelet.health import DeviceHealth, HealthStatus
@@ -264,3 +264,13 @@ def test_reconciled_claims_count_by_reason_and_start_at_zero(serve):
         assert value(samples, "simdra_reconciled_claims_total", reason=reason) == 0
     metrics.reconciled(ClaimRef("default", "a", "uid-a"), CLAIM_DELETED)
     assert value(scrape(port), "simdra_reconciled_claims_total", reason=CLAIM_DELETED) == 1
+
+
+def test_reconcile_reads_count_by_result_and_start_at_zero(serve):
+    metrics = PluginMetrics()
+    port = serve(metrics)
+    for outcome in READ_RESULTS:
+        assert value(scrape(port), "simdra_reconcile_claim_reads_total", result=outcome) == 0
+    metrics.reconcile_read(GONE)
+    metrics.reconcile_read(GONE)
+    assert value(scrape(port), "simdra_reconcile_claim_reads_total", result=GONE) == 2

@@ -48,6 +48,9 @@ DEALLOCATED = "deallocated"
 ALLOCATION_CHANGED = "allocation_changed"
 NOT_RESERVED = "not_reserved"
 REASONS = (CLAIM_DELETED, UID_CHANGED, DEALLOCATED, ALLOCATION_CHANGED, NOT_RESERVED)
+# What one read of a record's claim gave: the claim, a 404, or no answer.
+FOUND, GONE, FAILED = "found", "gone", "failed"
+READ_RESULTS = (FOUND, GONE, FAILED)
 
 DeviceKey = tuple[str, str, str | None]  # (pool, device, shareID)
 

@@ -22,6 +22,9 @@ from typing import Any, Protocol
 
 from driver.claims.errors import ClaimNotFound, claim_label
 from driver.claims.reconcile_plan import (
+    FAILED,
+    FOUND,
+    GONE,
     InUse,
     Reclaim,
     ReconcilePolicy,
@@ -53,8 +56,9 @@ class ClaimReconciler:
     """Checks the records against the API server; `check()` is one pass, `start()` runs
     one now and then one every `policy.interval` seconds on a thread until `stop()`.
 
-    `on_reclaimed(claim, reason)` is called for every claim unprepared (the plugin
-    counts them); `clock` is the wall clock the records' times are in.
+    `on_reclaimed(claim, reason)` is called for every claim unprepared, `on_read(result)`
+    for every claim read (FOUND, GONE or FAILED; the plugin counts both); `clock` is the
+    wall clock the records' times are in.
     """
 
     def __init__(
@@ -66,6 +70,7 @@ class ClaimReconciler:
         node: str,
         policy: ReconcilePolicy,
         on_reclaimed: Callable[[ClaimRef, str], None] | None = None,
+        on_read: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._preparer = preparer
@@ -74,6 +79,7 @@ class ClaimReconciler:
         self._node = node
         self._policy = policy
         self._on_reclaimed = on_reclaimed
+        self._on_read = on_read
         self._clock = clock
         self._suspects: Mapping[str, Suspect] = {}
         self._in_use: Mapping[str, InUse] = {}
@@ -117,10 +123,15 @@ class ClaimReconciler:
             ref = record.ref
             try:
                 seen[uid] = self._source.get(ref.namespace, ref.name)
+                result = FOUND
             except ClaimNotFound:
                 seen[uid] = None
+                result = GONE
             except Exception as exc:  # unknown now: the plan starts this claim over
                 log.warning("reconcile: cannot read %s: %s", _label(ref), one_line(exc))
+                result = FAILED
+            if self._on_read is not None:
+                self._on_read(result)
         return seen
 
     def start(self) -> None:

@@ -9,6 +9,9 @@ global one), so a process, or a test, can build as many independent sets as it l
                                                           "success" or "error"
     simdra_reconciled_claims_total                        counter per claim unprepared by
                                                           reconciliation, {reason}
+    simdra_reconcile_claim_reads_total                    counter per claim reconciliation
+                                                          read from the API server, {result}:
+                                                          "found", "gone" or "failed"
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from driver.claims.reconcile_plan import REASONS
+from driver.claims.reconcile_plan import READ_RESULTS, REASONS
 from driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
 
 SUCCESS, ERROR = "success", "error"
@@ -62,10 +65,22 @@ class PluginMetrics:
         )
         for reason in REASONS:
             self.reconciled_total.labels(reason=reason)
+        self.reconcile_reads_total = Counter(
+            "simdra_reconcile_claim_reads",
+            "Claims reconciliation read from the API server (one GET each), by result "
+            "(found, gone or failed)",
+            ["result"], registry=self.registry,
+        )
+        for result in READ_RESULTS:
+            self.reconcile_reads_total.labels(result=result)
 
     def reconciled(self, _claim: ClaimRef, reason: str) -> None:
         """Count one claim unprepared by reconciliation."""
         self.reconciled_total.labels(reason=reason).inc()
+
+    def reconcile_read(self, result: str) -> None:
+        """Count one claim read by reconciliation."""
+        self.reconcile_reads_total.labels(result=result).inc()
 
 
 def count_results(

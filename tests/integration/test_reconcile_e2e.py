@@ -21,13 +21,13 @@ def _claim(cluster: LocalCluster, name: str) -> str:
     return cluster.claim_ref(name).uid
 
 
-def _reconciled(plugin: PluginProcess) -> dict[str, float]:
+def _counts(plugin: PluginProcess, name: str, label: str) -> dict[str, float]:
     port = int(wait_until(lambda: re.search(r"metrics on port (\d+)", plugin.log()),
                           what="metrics port").group(1))
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
-    return {s.labels["reason"]: s.value for family in text_string_to_metric_families(text)
-            for s in family.samples if s.name == "simdra_reconciled_claims_total"}
+    return {s.labels[label]: s.value for family in text_string_to_metric_families(text)
+            for s in family.samples if s.name == name}
 
 
 def test_leaked_claims_are_unprepared_and_their_devices_serve_new_claims(
@@ -52,8 +52,10 @@ def test_leaked_claims_are_unprepared_and_their_devices_serve_new_claims(
         return all(answers[uid]["error"] == "" for uid in (fresh, reborn_again))
 
     wait_until(prepared, timeout=GRACE_S + 30, what="the new claims to prepare")
-    counts = _reconciled(plugin)
+    counts = _counts(plugin, "simdra_reconciled_claims_total", "reason")
     assert (counts["claim_deleted"], counts["uid_changed"], counts["not_reserved"]) == (1, 1, 0)
+    reads = _counts(plugin, "simdra_reconcile_claim_reads_total", "result")
+    assert reads["gone"] >= 2 and reads["found"] >= 2 and reads["failed"] == 0, reads
     lines = [line for line in plugin.log().splitlines() if "reconcile: unprepared" in line]
     assert len(lines) == 2
     assert any(gone in line and "default/gone" in line and "claim_deleted" in line
