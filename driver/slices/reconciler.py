@@ -9,6 +9,11 @@ another): a 409 re-reads the slice and retries at once (a few times);
 429/5xx/connection errors back off exponentially with jitter (capped at 30 s,
 Retry-After respected). A pool whose last plan was empty is clean; the queue is synced
 when nothing is pending and every valid pool is clean.
+
+Where counter sets may go depends on the server's release (`desired.SliceLayout`), read
+before the first pass. A write the server finds invalid reads it again (at most once a
+minute): a control plane upgraded from 1.34 to 1.35, or rolled back, under a running
+plugin refuses the old layout, and every pool is then planned in the new one.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ log = logging.getLogger("driver.slices.publisher")
 
 _MAX_QUICK_RETRIES = 3
 _MAX_VERIFY_ROUNDS = 3
+_LAYOUT_RECHECK_SECONDS = 60.0  # between reads of /version after invalid writes
 
 
 class Reconciler:
@@ -67,6 +73,7 @@ class Reconciler:
         self._clean: dict[str, bool] = {}  # pool -> its last plan was empty
         self._attempts: dict[str, int] = {}  # pool -> failed writes in a row
         self._verify_rounds: dict[str, int] = {}  # pool -> non-empty plans in a row
+        self._layout_recheck_at = 0.0  # monotonic: when an invalid write may read /version
 
     def run(self) -> None:
         """Take work and run passes until stopped; a failed pass retries every pool."""
@@ -101,10 +108,37 @@ class Reconciler:
                 continue
             self.pools.layout = layout_for_release(release)
             log.info("API server %s: counter sets published %s", release or "(no version)",
-                     "in slices of their own" if self.pools.layout is SliceLayout.SEPARATE
-                     else "with the devices that consume them")
+                     _placement(self.pools.layout))
+            self._layout_recheck_at = time.monotonic() + _LAYOUT_RECHECK_SECONDS
             return True
         return False
+
+    def _relayout(self) -> bool:
+        """After an invalid write: has the server's release, and with it where counter
+        sets may go, changed? If so, plan every pool in the new layout; True then. Reads
+        /version at most once a minute (a pool invalid for another reason stays on its
+        backoff)."""
+        now = time.monotonic()
+        if now < self._layout_recheck_at:
+            return False
+        self._layout_recheck_at = now + _LAYOUT_RECHECK_SECONDS
+        try:
+            release = self._api.server_version()
+        except ApiError as err:
+            self._counters.count_error(err.kind)
+            return False
+        layout = layout_for_release(release)
+        if layout is self.pools.layout:
+            return False
+        log.warning("API server is now %s: counter sets published %s; planning every pool "
+                    "again", release, _placement(layout))
+        changed = self.pools.relayout(layout, self.node_uid.uid)
+        for name in changed:
+            self._clean.pop(name, None)
+            self._attempts.pop(name, None)
+            self.server_changes.forget(name)
+        self._queue.signal(changed, urgent=True)
+        return True
 
     def _run_pass(self, work: Work) -> None:
         pools = set(work.pools)
@@ -195,6 +229,9 @@ class Reconciler:
 
     def _handle_error(self, pool: str, err: ApiError) -> None:
         self._counters.count_error(err.kind)
+        if err.kind == "invalid" and self._relayout():
+            self._queue.retry(pool, 0.0)
+            return
         attempts = self._attempts.get(pool, 0) + 1
         self._attempts[pool] = attempts
         if err.kind in QUICK_RETRY_KINDS:
@@ -206,6 +243,11 @@ class Reconciler:
         delay = self._backoff.delay(attempts - 1, err.retry_after)
         log.warning("pool %r: %s; retrying in %.2fs", pool, err, delay)
         self._queue.retry(pool, delay)
+
+
+def _placement(layout: SliceLayout) -> str:
+    return ("in slices of their own" if layout is SliceLayout.SEPARATE
+            else "with the devices that consume them")
 
 
 def _log_plan(plan: PoolPlan) -> None:

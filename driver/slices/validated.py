@@ -35,12 +35,14 @@ class ValidatedPools:
         self._driver, self._node, self._lock = driver, node, lock
         self.desired: dict[str, DesiredPool] = {}
         self.layout = SliceLayout.SEPARATE  # set from the server's release before adopting
+        self._inventory: Inventory | None = None
         self.problems: dict[str, list[PoolProblem]] = {}
         self._checked: dict[str, list[tuple[DesiredSlice, list[FieldError]]]] = {}
 
     def adopt(self, inventory: Inventory, node_uid: str | None) -> set[str]:
         """Adopt a new inventory; returns the pools whose desired slices changed (new,
         changed or gone), each validated again."""
+        self._inventory = inventory
         new = desired_pools(inventory, self.layout)
         changed = {name for name, pool in new.items() if self.desired.get(name) != pool}
         changed |= set(self.desired) - set(new)
@@ -53,6 +55,12 @@ class ValidatedPools:
                     self.problems.pop(name, None)
         self.desired = new
         return changed
+
+    def relayout(self, layout: SliceLayout, node_uid: str | None) -> set[str]:
+        """Place counter sets as `layout` says from now on; returns the pools whose
+        desired slices changed with it."""
+        self.layout = layout
+        return set() if self._inventory is None else self.adopt(self._inventory, node_uid)
 
     def _validate(self, pool: DesiredPool, node_uid: str | None) -> None:
         problems = pool_problems(pool, self._slice_errors(pool, node_uid))

@@ -8,6 +8,8 @@ import time
 
 from driver.core.validation import validate_slice
 from driver.slices import naming
+from driver.slices import reconciler as slice_reconciler
+from driver.slices.api import SliceApi
 from driver.slices.publisher import Publisher
 from driver.testing.apiserver import APIServer
 
@@ -327,3 +329,57 @@ def test_published_devices_are_held_once_whether_written_or_adopted(server, node
     assert second.wait_synced(10) and server.writes() == 3
     held = _held_specs(second, "a")
     assert len(held) == 300 and all(d is specs[d["name"]] for d in held)
+
+
+def _partitioned(model: str):
+    """Four GPUs that consume one counter set, the first of them of `model`."""
+    counters = ({"name": "mem", "counters": {"memory": {"value": "8Ti"}}},)
+    uses = [{"counterSet": "mem", "counters": {"memory": {"value": "80Gi"}}}]
+    specs = gpus(4, consumesCounters=uses)
+    specs[0]["attributes"]["model"] = {"string": model}
+    return inventory(pool("a", specs, counters))
+
+
+def test_a_control_plane_upgraded_or_rolled_back_under_the_plugin_gets_its_layout(
+        monkeypatch):
+    # 1.34 wants counter sets in the slice of the devices that consume them, 1.35 in a
+    # slice of their own: the first write the new release refuses re-reads /version.
+    reads = []
+    read_version = SliceApi.server_version
+
+    def counting(api):
+        reads.append(1)
+        return read_version(api)
+
+    monkeypatch.setattr(SliceApi, "server_version", counting)
+    monkeypatch.setattr(slice_reconciler, "_LAYOUT_RECHECK_SECONDS", 1.5)
+    with APIServer(kubernetes_version="1.34") as server:
+        server.put_object("nodes", {"metadata": {"name": NODE}})
+        client = server.rest_client()
+        publisher = Publisher(client, DRIVER, NODE, _partitioned("a"), backoff=FAST)
+        publisher.start()
+        try:
+            assert publisher.wait_synced(10)
+            [mixed] = slices(server)
+            assert mixed["spec"]["sharedCounters"] and len(mixed["spec"]["devices"]) == 4
+
+            server.config.kubernetes_version = "1.35"  # the control plane is upgraded
+            publisher.update(_partitioned("b"))
+            assert publisher.wait_synced(10)
+            counters, devices = slices(server)
+            assert "devices" not in counters["spec"] and "sharedCounters" not in devices["spec"]
+            assert devices["spec"]["devices"][0]["attributes"]["model"] == {"string": "b"}
+            assert [validate_slice(o) for o in (counters, devices)] == [[], []]
+            assert len(reads) == 2
+
+            server.config.kubernetes_version = "1.34"  # and rolled back
+            publisher.update(_partitioned("c"))
+            assert publisher.wait_synced(10)
+            [mixed] = slices(server)
+            assert mixed["spec"]["devices"][0]["attributes"]["model"] == {"string": "c"}
+            # Writes refused while /version may not be read yet back off; one read.
+            assert len(reads) == 3
+            assert publisher.stats().errors["invalid"] >= 2
+        finally:
+            publisher.stop()
+            client.close()

@@ -77,7 +77,8 @@ class API:
 
     def serve(self, request: HTTPRequest) -> Reply | WatchRequest:
         """Answer one request; watches come back as a WatchRequest for the server to stream."""
-        document = routes.discovery(request.path) if request.method == "GET" else None
+        release = self.config.kubernetes_version
+        document = routes.discovery(request.path, release) if request.method == "GET" else None
         if document is not None:
             return Reply(200, document)
         if request.path.rstrip("/") in ("/healthz", "/readyz", "/livez"):

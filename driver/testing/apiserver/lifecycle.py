@@ -207,7 +207,7 @@ def validation_errors(
     if errors:
         return errors  # semantic rules assume the shapes are right
     if resource.plural == "resourceslices":
-        return slice_errors(obj, current)
+        return slice_errors(obj, current, version)
     errors += object_name_errors(obj["metadata"])
     if current is not None and resource.immutable_spec and obj.get("spec") != current.get("spec"):
         errors.append(invalid("spec", "<spec>", "field is immutable"))

@@ -54,8 +54,9 @@ def parse(path: str) -> Route:
     return Route(resource, namespace, name, subresource)
 
 
-def discovery(path: str) -> dict[str, Any] | None:
-    """The discovery document served at `path` (/api, /apis, /api/v1, ...), or None."""
+def discovery(path: str, release: str) -> dict[str, Any] | None:
+    """The discovery document served at `path` (/api, /apis, /api/v1, ..., /version of
+    `release`, "1.35"), or None."""
     path = "/" + path.strip("/")
     by_gv = resources.group_versions()
     if path == "/api":
@@ -78,10 +79,11 @@ def discovery(path: str) -> dict[str, Any] | None:
             "resources": [r.api_resource() for r in by_gv[gv]],
         }
     if path == "/version":
+        major, minor = release.split(".")[:2]
         return {
-            "major": "1",
-            "minor": "37",
-            "gitVersion": "v1.37.0-simdra",
+            "major": major,
+            "minor": minor,
+            "gitVersion": f"v{major}.{minor}.0-simdra",
             "platform": "linux/amd64",
         }
     return None

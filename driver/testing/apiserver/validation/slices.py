@@ -4,6 +4,9 @@ schema check, so every field has the right JSON type).
 The spec names a driver and a pool, chooses its nodes (`nodes`), and carries either
 devices (`devices`) or shared counter sets, never both. An update may not change the
 driver, the pool's name or the node name.
+
+Before 1.35 (`release` "1.34") a slice may carry both, and must: every counter set a
+device consumes, and every counter it names, must be one of the slice's own.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from driver.testing.apiserver.validation.sizes import (
 )
 
 JSON = dict[str, Any]
+_NOT_LOCAL_SET = "must reference a counterSet defined in the ResourceSlice sharedCounters"
+_NOT_LOCAL_COUNTER = "must reference a counter defined in the ResourceSlice sharedCounters"
 # The fields a slice keeps for life, as (field path, keys from the spec down).
 _IMMUTABLE = (
     ("spec.pool.name", ("pool", "name")),
@@ -28,8 +33,10 @@ _IMMUTABLE = (
 )
 
 
-def slice_errors(obj: JSON, current: JSON | None = None) -> list[FieldError]:
-    """Every semantic error of ResourceSlice `obj`; `current` is the stored one on update."""
+def slice_errors(obj: JSON, current: JSON | None = None, release: str = "1.35"
+                 ) -> list[FieldError]:
+    """Every semantic error of ResourceSlice `obj` as the `release` ("1.34") API server
+    finds them; `current` is the stored one on update."""
     spec = obj.get("spec")
     errors = formats.object_name(obj.get("metadata"))
     if not isinstance(spec, dict):
@@ -39,7 +46,9 @@ def slice_errors(obj: JSON, current: JSON | None = None) -> list[FieldError]:
     if current is not None:
         errors += _changed_errors(spec, current.get("spec") or {})
     errors += slice_nodes_errors(spec, "spec")
-    if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
+    if _minor(release) < 35:
+        errors += _local_counter_errors(spec)
+    elif spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         errors.append(invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
     errors += _devices_errors(spec, None if current is None else _map(current.get("spec")))
     errors += each_unique_item(
@@ -53,6 +62,28 @@ def slice_errors(obj: JSON, current: JSON | None = None) -> list[FieldError]:
 
 def _map(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
+
+
+def _minor(release: str) -> int:
+    return int(release.lstrip("v").split(".")[1])
+
+
+def _local_counter_errors(spec: JSON) -> list[FieldError]:
+    """1.34: what the devices consume must be counter sets and counters of this slice."""
+    local = {str(_map(s).get("name", "")): _map(_map(s).get("counters"))
+             for s in spec.get("sharedCounters") or []}
+    errors = []
+    for i, device in enumerate(spec.get("devices") or []):
+        for j, uses in enumerate(_map(device).get("consumesCounters") or []):
+            uses = _map(uses)
+            where = f"spec.devices[{i}].consumesCounters[{j}]"
+            counter_set = uses.get("counterSet", "")
+            if counter_set not in local:
+                errors.append(invalid(f"{where}.counterSet", counter_set, _NOT_LOCAL_SET))
+                continue
+            errors += [invalid(f"{where}.counters", name, _NOT_LOCAL_COUNTER)
+                       for name in _map(uses.get("counters")) if name not in local[counter_set]]
+    return errors
 
 
 def _pool_errors(pool: Any, path: str) -> list[FieldError]:
