@@ -17,7 +17,7 @@ global one), so a process, or a test, can build as many independent sets as it l
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -46,33 +46,29 @@ class PluginMetrics:
             "Duration of NodeUnprepareResources calls (each a batch of claims)",
             buckets=LATENCY_BUCKETS, registry=self.registry,
         )
-        self.prepare_total = Counter(
+        self.prepare_total = self._counter(
             "simdra_prepare", "Claims prepared, by result (success or error)",
-            ["result"], registry=self.registry,
-        )
-        self.unprepare_total = Counter(
+            "result", (SUCCESS, ERROR))
+        self.unprepare_total = self._counter(
             "simdra_unprepare", "Claims unprepared, by result (success or error)",
-            ["result"], registry=self.registry,
-        )
-        for counter in (self.prepare_total, self.unprepare_total):
-            for result in (SUCCESS, ERROR):
-                counter.labels(result=result)  # present at 0 before the first claim
-        self.reconciled_total = Counter(
+            "result", (SUCCESS, ERROR))
+        self.reconciled_total = self._counter(
             "simdra_reconciled_claims",
             "Claims the kubelet would never unprepare, unprepared by reconciliation, by "
             "reason (see driver.claims.reconcile_plan)",
-            ["reason"], registry=self.registry,
-        )
-        for reason in REASONS:
-            self.reconciled_total.labels(reason=reason)
-        self.reconcile_reads_total = Counter(
+            "reason", REASONS)
+        self.reconcile_reads_total = self._counter(
             "simdra_reconcile_claim_reads",
             "Claims reconciliation read from the API server (one GET each), by result "
             "(found, gone or failed)",
-            ["result"], registry=self.registry,
-        )
-        for result in READ_RESULTS:
-            self.reconcile_reads_total.labels(result=result)
+            "result", READ_RESULTS)
+
+    def _counter(self, name: str, doc: str, label: str, values: Iterable[str]) -> Counter:
+        """A counter with one label, each of `values` present at 0 before its first count."""
+        counter = Counter(name, doc, [label], registry=self.registry)
+        for value in values:
+            counter.labels(**{label: value})
+        return counter
 
     def reconciled(self, _claim: ClaimRef, reason: str) -> None:
         """Count one claim unprepared by reconciliation."""
