@@ -30,6 +30,8 @@ class Config:
     rescan_interval: float = 10.0
     reconcile_interval: float = 60.0  # 0: records are never checked against the API
     reconcile_grace: float = 300.0
+    reconcile_mode: str = "report"  # or "free" (see driver.claims.reconciler)
+    pod_resources_socket: Path = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
     claim_status: bool = False
     log_format: str = "text"
     verbosity: int = 0

@@ -10,6 +10,7 @@ comes first waits for it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -17,9 +18,10 @@ from typing import TYPE_CHECKING
 
 from driver.atomicfile import own_directory, remove_stale_temps
 from driver.claims.api_source import DeferredClaimSource
+from driver.claims.claim_events import ApiClaimEvents
 from driver.claims.preparer import Preparer
 from driver.claims.reconcile_plan import ReconcilePolicy
-from driver.claims.reconciler import ClaimReconciler
+from driver.claims.reconciler import ClaimReconciler, ReconcileReports
 from driver.claims.rules import rules_for
 from driver.claims.status_worker import BackgroundStatusWriter, DeferredStatusWriter
 from driver.config import Config
@@ -30,6 +32,7 @@ from driver.devices.model import Inventory
 from driver.kube import ApiClientLoader
 from driver.kubelet.early import DATA_DIR_MODE, EarlyKubelet
 from driver.kubelet.healthcheck import start_healthcheck_server
+from driver.kubelet.pod_resources import PodResourcesUsage
 from driver.kubelet.serialize import CallSerializer
 
 if TYPE_CHECKING:
@@ -198,16 +201,20 @@ class Plugin:
 
     def _start_reconciler(self) -> None:
         """Check the prepared claims against the API server now and every
-        `--reconcile-interval` seconds (the first check waits for the API client)."""
+        `--reconcile-interval` seconds (the first check waits for the API client);
+        report leaked ones, or free them when the kubelet agrees (`--reconcile-mode`)."""
         cfg = self.config
         if cfg.reconcile_interval <= 0:
             return
+        reports = self.metrics.reconcile_reports() if self.metrics else ReconcileReports()
         reconciler = ClaimReconciler(
             self.preparer, DeferredClaimSource(self._api.get),
             driver=cfg.driver_name, node=cfg.node_name,
             policy=ReconcilePolicy(grace=cfg.reconcile_grace, interval=cfg.reconcile_interval),
-            on_reclaimed=self.metrics.reconciled if self.metrics is not None else None,
-            on_read=self.metrics.reconcile_read if self.metrics is not None else None)
+            mode=cfg.reconcile_mode,
+            kubelet=PodResourcesUsage(str(cfg.pod_resources_socket), cfg.driver_name),
+            reports=dataclasses.replace(reports, events=ApiClaimEvents(
+                self._api.get, cfg.driver_name, cfg.node_name)))
         reconciler.start()
         self._stops.append(reconciler.stop)
 

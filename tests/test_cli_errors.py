@@ -78,6 +78,12 @@ def _run_in(tmp_path: Path, *args: str) -> list[str]:
      "--reconcile-interval=0.1: must be 0 (off) or between 0.5 and 86400"),
     (("--node-name", "n", "--reconcile-interval", "-1"), "--reconcile-interval=-1"),
     (("--node-name", "n", "--reconcile-grace", "soon"), "--reconcile-grace='soon': not a number"),
+    # Shorter than an ordinary unprepare takes: would free claims the kubelet is freeing.
+    (("--node-name", "n", "--reconcile-grace", "0"),
+     "--reconcile-grace=0: must be between 30 and 86400"),
+    (("--node-name", "n", "--reconcile-grace", "29.9"), "--reconcile-grace=29.9"),
+    (("--node-name", "n", "--reconcile-mode", "delete"),
+     "--reconcile-mode='delete': must be report or free"),
 ])
 def test_bad_flag_values_exit_2_with_one_clear_line(capsys, args, expected) -> None:
     assert expected in _one_line(_simdra(capsys, "run", *args))

@@ -3,6 +3,7 @@ credentials (`driver.kubeapi`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -30,20 +31,44 @@ class ApiClaimSource:
         self._timeout = timeout_s
 
     def get(self, namespace: str, name: str) -> dict[str, Any]:
-        """The claim `namespace/name`; ClaimNotFound on 404, ClaimReadError (one line:
-        status, reason, message) for any other answer of the API server."""
+        """The claim `namespace/name`; ClaimNotFound only when the API server says that
+        this claim does not exist (`names_missing_claim`), ClaimReadError (one line:
+        status, reason, message) for any other error answer, a 404 of another kind
+        included."""
         path = CLAIM_PATH.format(namespace=quote(namespace, safe=""), name=quote(name, safe=""))
         where = f"claim {clip(namespace)}/{clip(name)}"
         try:
             claim = self._client.request("GET", path, timeout=self._timeout)
         except ApiStatusError as err:
-            if err.status == 404:
+            if names_missing_claim(err.status, err.body, name):
                 raise ClaimNotFound(f"{where}: not found in the API server (deleted?)") from None
             raise ClaimReadError(f"{where}: read from the API server: "
                                  f"{status_text(*err.parts())}", err.status) from None
         if not isinstance(claim, dict):
             raise ValueError(f"{where}: the API server sent a non-object")
         return claim
+
+
+def names_missing_claim(status: int, body: bytes, name: str) -> bool:
+    """True only for the API server's word that claim `name` does not exist: a 404
+    whose Status has reason NotFound and details naming this claim (group
+    resource.k8s.io, kind resourceclaims). A 404 for a group/version not served, a
+    proxy's page or a Status about something else is no evidence that the claim is gone:
+    reconciliation would free a device in use on it."""
+    if status != 404:
+        return False
+    try:
+        decoded = json.loads(body or b"{}")
+    except ValueError:
+        return False
+    details = decoded.get("details") if isinstance(decoded, dict) else None
+    return (
+        isinstance(details, dict)
+        and decoded.get("reason") == "NotFound"
+        and details.get("name") == name
+        and details.get("kind") == "resourceclaims"
+        and details.get("group") == "resource.k8s.io"
+    )
 
 
 class DeferredClaimSource:
@@ -62,7 +87,8 @@ class DeferredClaimSource:
 
 
 class ClaimReadError(ClaimError):
-    """The API server answered a claim read with an error other than 404."""
+    """The API server answered a claim read with an error other than "this claim does
+    not exist"."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)

@@ -18,11 +18,20 @@ Any of these is also what the API shows for a while around an ordinary unprepare
 kubelet unprepares after the containers stop, before the pod's final status, and
 retries failures every 60 s), so a leak is acted on only once it has lasted:
 
-- the condition held on at least `min_checks` consecutive checks (a check that did not
-  see it, or could not read the claim, starts over), for at least `grace` seconds since
-  the first of them;
-- the record is at least `grace` seconds old, and nothing prepared the claim (wrote its
-  record or answered from it) since the first of those checks began.
+- the condition held on at least `policy.min_checks` consecutive checks
+  (ceil(grace / interval) + 1; a check that did not see it, or could not read the claim,
+  starts over), for at least `grace` seconds of the monotonic clock since the first;
+- nothing prepared the claim (wrote its record or answered from it) since the first of
+  those checks: the record's touch stamp is the one seen then (compared for equality,
+  so a step of the wall clock neither shortens nor stretches anything).
+
+A claim is gone only on the API server's word: a NotFound Status naming that claim
+(`driver.claims.api_source`); any other answer is no evidence. And a plan never frees
+many records at once: when more than `BRAKE_ALWAYS` records look leaked in one check,
+and more than `BRAKE_COUNT` or more than `BRAKE_SHARE` of all records, it frees none
+(`braked`): that is what a wrong cluster, an empty etcd or a bad controller looks like,
+not what leaks do. What the plan says is due is still only a candidate: the reconciler
+asks the kubelet before it frees anything (`driver.claims.reconciler`).
 
 Reads are spread out (`due_reads`), since every record costs the API server a GET: a
 suspect is read on every check; a record is first read one `interval` after it was
@@ -35,6 +44,7 @@ on a claim long in use is noticed within that longest wait.
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -54,6 +64,20 @@ READ_RESULTS = (FOUND, GONE, FAILED)
 
 DeviceKey = tuple[str, str, str | None]  # (pool, device, shareID)
 
+# --reconcile-mode: report leaked records only, or free them when the kubelet agrees
+# (`driver.claims.reconciler`).
+REPORT, FREE = "report", "free"
+MODES = (REPORT, FREE)
+# The shortest grace `--reconcile-grace` accepts: a kubelet unprepares a claim within
+# seconds of its pod's containers stopping, so a leak shorter than this is an ordinary
+# unprepare in flight.
+MIN_GRACE_S = 30.0
+# The brake (see the module docstring): up to BRAKE_ALWAYS leaks are always acted on;
+# more are acted on only while they are at most BRAKE_COUNT and BRAKE_SHARE of all records.
+BRAKE_ALWAYS = 2
+BRAKE_COUNT = 10
+BRAKE_SHARE = 0.25
+
 
 @dataclass(frozen=True)
 class RecordedClaim:
@@ -61,7 +85,9 @@ class RecordedClaim:
 
     ref: ClaimRef
     devices: frozenset[DeviceKey]
-    touched_at: float  # wall-clock seconds: record written, or a prepare answered from it
+    # Wall-clock seconds: record written, or a prepare answered from it. Compared for
+    # equality (was it touched?) and used for the first read's delay only.
+    touched_at: float
 
 
 @dataclass(frozen=True)
@@ -69,8 +95,9 @@ class Suspect:
     """A record whose claim looked leaked on every check since `since`."""
 
     reason: str  # as of the latest check
-    since: float  # when the first of these checks began
+    since: float  # when the first of these checks began (monotonic clock)
     checks: int
+    touched_at: float  # the record's touch stamp at the first of these checks
 
 
 @dataclass(frozen=True)
@@ -84,11 +111,12 @@ class InUse:
 
 @dataclass(frozen=True)
 class Reclaim:
-    """Unprepare this claim, unless something prepared it after `since`."""
+    """Unprepare this claim, unless something prepared it since the record's touch
+    stamp was `touched_at`."""
 
     ref: ClaimRef
     reason: str
-    since: float
+    touched_at: float
 
 
 @dataclass(frozen=True)
@@ -96,9 +124,14 @@ class ReconcilePolicy:
     """How long a leak must last before it is acted on (see the module docstring)."""
 
     grace: float = 300.0
-    min_checks: int = 2
     interval: float = 60.0  # between checks
     quiet_intervals: int = 16  # the longest wait between reads of a claim in use
+
+    @property
+    def min_checks(self) -> int:
+        """Consecutive checks a leak must be seen on: as many as fit in the grace, plus
+        the one that starts it."""
+        return math.ceil(self.grace / self.interval) + 1
 
     @property
     def longest_wait(self) -> float:
@@ -108,12 +141,13 @@ class ReconcilePolicy:
 
 @dataclass(frozen=True)
 class ReconcilePlan:
-    """What one check decided: claims to unprepare now, suspects and claims in use for
-    the next check."""
+    """What one check decided: claims due to be unprepared now (none while `braked`),
+    suspects (the due ones included) and claims in use for the next check."""
 
     reclaim: tuple[Reclaim, ...]
     suspects: Mapping[str, Suspect]
     in_use: Mapping[str, InUse]
+    braked: bool = False  # too many records looked leaked at once: none is due
 
 
 def due_reads(
@@ -122,17 +156,20 @@ def due_reads(
     in_use: Mapping[str, InUse],
     now: float,
     policy: ReconcilePolicy,
+    wall: float,
 ) -> list[str]:
     """The records whose claims this check reads (see the module docstring): every
     suspect, and every other record whose wait since its last read in use, or since it
-    was prepared, is over."""
+    was prepared, is over. `now`: the monotonic clock; `wall`: the wall clock, for the
+    records' touch stamps (how long ago each was touched)."""
     due = []
     for uid, record in records.items():
+        touched = now - max(0.0, wall - record.touched_at)
         last = in_use.get(uid)
         if last is None:
-            start, wait = record.touched_at, policy.interval
+            start, wait = touched, policy.interval
         else:
-            start, wait = max(last.at, record.touched_at), _spread(uid, last.wait)
+            start, wait = max(last.at, touched), _spread(uid, last.wait)
         if uid in suspects or now >= start + wait:
             due.append(uid)
     return due
@@ -155,9 +192,9 @@ def plan_reconcile(
     in_use: Mapping[str, InUse] | None = None,
 ) -> ReconcilePlan:
     """Decide one check. `seen`: claim UID -> the claim its record names as read in this
-    check (None: 404); a UID missing from it was not due or could not be read.
-    `suspects`, `in_use`: the previous check's plan's. `now`: when this check began
-    (before its reads)."""
+    check (None: the API server said it is gone); a UID missing from it was not due or
+    could not be read. `suspects`, `in_use`: the previous check's plan's. `now`: when
+    this check began (before its reads), on the monotonic clock."""
     reclaim: list[Reclaim] = []
     kept: dict[str, Suspect] = {}
     quiet: dict[str, InUse] = {}
@@ -173,31 +210,37 @@ def plan_reconcile(
             wait = policy.interval if last is None else last.wait
             quiet[uid] = InUse(now, min(2 * wait, policy.longest_wait))
             continue
-        before = suspects.get(uid)
-        if before is None or record.touched_at >= before.since:
-            suspect = Suspect(reason, now, 1)
-        else:
-            suspect = Suspect(reason, before.since, before.checks + 1)
-        if _due(suspect, record, now, policy):
-            reclaim.append(Reclaim(record.ref, reason, suspect.since))
-        else:
-            kept[uid] = suspect
-    return ReconcilePlan(tuple(reclaim), kept, quiet)
+        suspect = _suspect(suspects.get(uid), reason, record, now)
+        kept[uid] = suspect
+        if _due(suspect, now, policy):
+            reclaim.append(Reclaim(record.ref, reason, suspect.touched_at))
+    braked = brakes(len(kept), len(records))
+    return ReconcilePlan(() if braked else tuple(reclaim), kept, quiet, braked)
 
 
-def _due(suspect: Suspect, record: RecordedClaim, now: float, policy: ReconcilePolicy) -> bool:
-    return (
-        suspect.checks >= policy.min_checks
-        and now - suspect.since >= policy.grace
-        and now - record.touched_at >= policy.grace
-        and record.touched_at < suspect.since
-    )
+def brakes(leaked: int, records: int) -> bool:
+    """True when `leaked` of `records` looking leaked in one check is too many to act on
+    (see the module docstring)."""
+    return leaked > BRAKE_ALWAYS and (leaked > BRAKE_COUNT or leaked > BRAKE_SHARE * records)
+
+
+def _suspect(before: Suspect | None, reason: str, record: RecordedClaim, now: float) -> Suspect:
+    """The suspect after this check: continued, or started over when the record was
+    touched (prepared again) since the last check."""
+    if before is None or record.touched_at != before.touched_at:
+        return Suspect(reason, now, 1, record.touched_at)
+    return Suspect(reason, before.since, before.checks + 1, before.touched_at)
+
+
+def _due(suspect: Suspect, now: float, policy: ReconcilePolicy) -> bool:
+    return suspect.checks >= policy.min_checks and now - suspect.since >= policy.grace
 
 
 def leak_reason(
     record: RecordedClaim, claim: Mapping[str, Any] | None, *, driver: str, node: str
 ) -> str | None:
-    """Why the kubelet will never unprepare this record's claim, or None while it may."""
+    """Why the kubelet will never unprepare this record's claim, or None while it may.
+    A claim reserved for anyone (pods, or a PodGroup whose pods share it) is in use."""
     if claim is None:
         return CLAIM_DELETED
     if _get(claim, "metadata", "uid") != record.ref.uid:

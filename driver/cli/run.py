@@ -8,6 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
+from driver.claims.reconcile_plan import MIN_GRACE_S, MODES
 from driver.cli.parser import (
     SubParsers,
     UsageError,
@@ -56,9 +57,16 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
      "seconds between device rescans (an inventory file is also watched for changes)"),
     ("--reconcile-interval", "RECONCILE_INTERVAL", "60",
      "seconds between checks of the prepared claims against the API server, which "
-     "unprepare claims the kubelet never will (0: off)"),
+     "find claims the kubelet will never unprepare (0: off)"),
     ("--reconcile-grace", "RECONCILE_GRACE", "300",
-     "seconds a claim must look leaked (and its record be old) before it is unprepared"),
+     "seconds (at least 30) a claim must look leaked, on every check, before it is "
+     "reported or freed"),
+    ("--reconcile-mode", "RECONCILE_MODE", "report",
+     "report: never unprepare a leaked claim, report it (metric, log line, Event); "
+     "free: unprepare it when the kubelet's PodResources API says no pod uses it"),
+    ("--pod-resources-socket", "POD_RESOURCES_SOCKET",
+     "/var/lib/kubelet/pod-resources/kubelet.sock",
+     "the kubelet's PodResources API socket, asked before a leaked claim is freed"),
     ("--claim-status", "CLAIM_STATUS", "false",
      "write status.devices of prepared claims (true/false; needs extra RBAC)"),
     ("--log-format", "LOG_FORMAT", "text", "log format: text or json"),
@@ -102,7 +110,10 @@ def config_from_args(args: argparse.Namespace) -> Config:
         metrics_port=integer(args.metrics_port, "--metrics-port", -1, 65535),
         rescan_interval=number(args.rescan_interval, "--rescan-interval", 0.5, 86400),
         reconcile_interval=_interval(args.reconcile_interval, "--reconcile-interval"),
-        reconcile_grace=number(args.reconcile_grace, "--reconcile-grace", 0, 86400),
+        reconcile_grace=number(args.reconcile_grace, "--reconcile-grace", MIN_GRACE_S, 86400),
+        reconcile_mode=check(args.reconcile_mode, "--reconcile-mode", lambda v: v in MODES,
+                             f"must be {' or '.join(MODES)}"),
+        pod_resources_socket=Path(args.pod_resources_socket),
         claim_status=boolean(args.claim_status, "--claim-status"),
         log_format=check(args.log_format, "--log-format", lambda v: v in ("text", "json"),
                           "must be text or json"),

@@ -32,6 +32,7 @@ from driver.testing.allocation.builders import claim as claim_json
 from driver.testing.allocation.builders import device_class
 from driver.testing.apiserver import APIServer
 from driver.testing.kubelet import KubeletEmulator
+from driver.testing.pod_resources import PodResourcesServer
 from driver.testing.scheduler import Allocator
 
 JSON = dict[str, Any]
@@ -97,6 +98,9 @@ class LocalCluster:
         self.api = apiserver or APIServer()
         self._plugins: list[PluginProcess] = []
         self.kubelet: KubeletEmulator | None = None
+        # The kubelet's PodResources API: which pods use which claims, as the test says
+        # (`pod_resources.set_pods`); the plugin asks it before freeing a leaked claim.
+        self.pod_resources: PodResourcesServer | None = None
         self.api_client: client.ApiClient | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -135,6 +139,7 @@ class LocalCluster:
                 )
             )
         self.kubelet = KubeletEmulator(str(self.registrar_dir))
+        self.pod_resources = PodResourcesServer(self.pod_resources_socket)
         self.allocator = Allocator(self.api_client, node_name=self.node_name)
 
     def stop(self) -> None:
@@ -144,11 +149,18 @@ class LocalCluster:
                 plugin.stop(signal.SIGKILL)
         if self.kubelet is not None:
             self.kubelet.close()
+        if self.pod_resources is not None:
+            self.pod_resources.stop()
         if self.api_client is not None:
             self.api_client.close()
         self.api.stop()
 
     # -- the plugin ---------------------------------------------------------------------
+
+    @property
+    def pod_resources_socket(self) -> Path:
+        """Where this node's kubelet serves its PodResources API."""
+        return self.workdir / "pod-resources.sock"
 
     @property
     def data_dir(self) -> Path:
@@ -172,6 +184,8 @@ class LocalCluster:
             str(self.plugins_dir),
             "--cdi-root",
             str(self.cdi_root),
+            "--pod-resources-socket",
+            str(self.pod_resources_socket),
             "--device-profile",
             profile,
             "--num-devices",

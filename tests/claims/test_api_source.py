@@ -20,6 +20,7 @@ PATH = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
 
 class _Handler(BaseHTTPRequestHandler):
     claims: dict[str, dict] = {}
+    not_found: dict[str, object] = {}  # path -> the body of a 404 of another kind
     token: str | None = None  # when set, a request without this bearer token gets 401
 
     def do_GET(self):
@@ -29,8 +30,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, {"kind": "Status", "code": 500, "message": "etcd down"})
         elif self.path in self.claims:
             self._send(200, self.claims[self.path])
-        else:
-            self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+        elif self.path in self.not_found:
+            self._send(404, self.not_found[self.path])
+        else:  # as the API server says a claim does not exist
+            name = self.path.rsplit("/", 1)[1]
+            self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound",
+                             "message": f'resourceclaims.resource.k8s.io "{name}" not found',
+                             "details": {"name": name, "group": "resource.k8s.io",
+                                         "kind": "resourceclaims"}})
 
     def _send(self, code, body):
         data = json.dumps(body).encode()
@@ -81,6 +88,33 @@ def test_missing_claim_raises_claim_not_found(source):
     _Handler.claims = {}
     with pytest.raises(ClaimNotFound, match="claim team-a/gone: not found"):
         source.get("team-a", "gone")
+
+
+# A 404 that does not name the claim is no evidence that the claim is gone:
+# reconciliation would free every record on the node on such answers.
+OTHER_404S = {
+    "group/version not served": {"kind": "Status", "code": 404, "reason": "NotFound",
+                                 "message": "the server could not find the requested resource",
+                                 "details": {}},
+    "a proxy's page": "404 page not found",
+    "another object": {"kind": "Status", "code": 404, "reason": "NotFound",
+                       "details": {"name": "team-a", "kind": "namespaces"}},
+    "another claim": {"kind": "Status", "code": 404, "reason": "NotFound",
+                      "details": {"name": "other", "group": "resource.k8s.io",
+                                  "kind": "resourceclaims"}},
+}
+
+
+@pytest.mark.parametrize("what", sorted(OTHER_404S))
+def test_a_404_that_does_not_name_the_claim_is_a_read_error(source, what):
+    _Handler.not_found = {PATH.format(ns="team-a", name="c1"): OTHER_404S[what]}
+    try:
+        with pytest.raises(ClaimError) as info:
+            source.get("team-a", "c1")
+    finally:
+        _Handler.not_found = {}
+    assert not isinstance(info.value, ClaimNotFound)
+    assert info.value.status == 404 and "\n" not in str(info.value)
 
 
 def test_other_api_errors_are_one_line_with_status_and_reason_and_no_headers(source):

@@ -1,47 +1,102 @@
-"""Reconciliation over real directories: a leaked record is unprepared as the kubelet
-would, its device becomes preparable again, and a claim in use is never touched."""
+"""Reconciliation over real directories and a real kubelet socket: a leaked record is
+freed (free mode) only when the kubelet's PodResources API says no pod uses it, is kept
+and reported otherwise, and a claim in use is never touched."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from typing import Any
 
+import grpc
 import pytest
 
+from driver.claims.kubelet_usage import KubeletUsageSource
 from driver.claims.preparer import Preparer
-from driver.claims.reconcile_plan import CLAIM_DELETED, NOT_RESERVED, Reclaim, ReconcilePolicy
-from driver.claims.reconciler import ClaimReconciler
+from driver.claims.reconcile_plan import (
+    CLAIM_DELETED,
+    FREE,
+    NOT_RESERVED,
+    REPORT,
+    Reclaim,
+    ReconcilePolicy,
+)
+from driver.claims.reconciler import (
+    IN_USE,
+    KEPT_EVENT_REASON,
+    KUBELET_UNKNOWN,
+    REPORT_ONLY,
+    ClaimReconciler,
+    ReconcileReports,
+)
 from driver.claims.source import StaticClaimSource
 from driver.claims.types import ClaimRef
+from driver.kubelet.pod_resources import PodResourcesUsage
+from driver.testing.pod_resources import ClaimUse, PodClaims, PodResourcesServer
 
 from .builders import DRIVER, GPU_POOL, claim, inventory, result
 
 A = "aaaaaaaa-0000-4000-8000-000000000001"
 B = "bbbbbbbb-0000-4000-8000-000000000002"
+C = "cccccccc-0000-4000-8000-000000000003"
 POD = {"resource": "pods", "name": "p", "uid": "pod-uid-1"}
+INTERVAL = 1.0
+GRACE = 1.0  # two checks: ceil(1 / 1) + 1
+
+
+class Recorder:
+    """Collects what the reconciler reports (the metrics' and Events' seam)."""
+
+    def __init__(self) -> None:
+        self.freed: list[tuple[str, str]] = []
+        self.kept: list[tuple[str, str, str]] = []
+        self.brakes: list[int] = []
+        self.leaked: list[int] = []
+        self.events: list[tuple[str, str, str]] = []
+
+    def reports(self) -> ReconcileReports:
+        return ReconcileReports(
+            freed=lambda ref, reason: self.freed.append((ref.uid, reason)),
+            kept=lambda ref, reason, why: self.kept.append((ref.uid, reason, why)),
+            braked=self.brakes.append, leaked=self.leaked.append, events=self)
+
+    def warn(self, claim: Any, reason: str, message: str) -> None:
+        self.events.append((claim["metadata"]["uid"], reason, message))
 
 
 class Node:
-    """A node's directories, the API's claims, one preparer and its reconciler."""
+    """A node's directories, the API's claims, one preparer and its reconciler; the
+    monotonic clock moves one interval per check."""
 
-    def __init__(self, tmp_path, grace: float = 0.0, interval: float = 1e-6,
-                 clock=time.time) -> None:
+    def __init__(self, tmp_path, kubelet: KubeletUsageSource | None, *, mode: str = FREE,
+                 gpus: int = 1, interval: float = INTERVAL, clock=None) -> None:
         self.source = StaticClaimSource()
         self.cdi = tmp_path / "cdi"
         self.data = tmp_path / "data"
-        self.preparer = Preparer(DRIVER, self.source, lambda: inventory(gpus=1, nics=0),
+        self.preparer = Preparer(DRIVER, self.source, lambda: inventory(gpus=gpus, nics=0),
                                  self.cdi, self.data)
-        self.reclaimed: list[tuple[str, str]] = []
+        self.seen = Recorder()
+        self.mono = 1000.0
         self.reconciler = ClaimReconciler(
             self.preparer, self.source, driver=DRIVER, node=GPU_POOL,
-            policy=ReconcilePolicy(grace=grace, interval=interval), clock=clock,
-            on_reclaimed=lambda ref, reason: self.reclaimed.append((ref.uid, reason)))
+            policy=ReconcilePolicy(grace=GRACE, interval=interval), mode=mode,
+            kubelet=kubelet, reports=self.seen.reports(),
+            clock=clock or (lambda: time.time() + self.mono - 1000.0),  # moves with mono
+            monotonic=lambda: self.mono)
 
-    def add(self, uid: str, reserved: bool = True) -> ClaimRef:
-        raw = claim(uid, [result("gpus", "gpu-0")])
+    def check(self) -> list[Reclaim]:
+        self.mono += INTERVAL
+        return self.reconciler.check()
+
+    def add(self, uid: str, reserved: bool = True, device: str = "gpu-0") -> ClaimRef:
+        raw = claim(uid, [result("gpus", device)])
         raw["status"]["reservedFor"] = [POD] if reserved else []
         self.source.put(raw)
         return ClaimRef("default", raw["metadata"]["name"], uid)
+
+    def prepare(self, ref: ClaimRef) -> str:
+        return self.preparer.prepare([ref])[ref.uid].error
 
     def delete(self, ref: ClaimRef) -> None:
         del self.source.claims[(ref.namespace, ref.name)]
@@ -51,100 +106,202 @@ class Node:
                 sorted(p.name for p in (self.data / "claims").iterdir()))
 
 
-def _error(answers, uid):
-    return answers[uid].error
+@pytest.fixture
+def kubelet(tmp_path) -> Iterator[PodResourcesServer]:
+    with PodResourcesServer(tmp_path / "pr.sock") as server:
+        yield server
 
 
-def test_a_leaked_records_device_is_preparable_again_after_reconciliation(tmp_path, caplog):
-    node = Node(tmp_path)
+def _usage(server: PodResourcesServer) -> PodResourcesUsage:
+    return PodResourcesUsage(server.socket_path, DRIVER, timeout_s=5)
+
+
+def _running(ref: ClaimRef, device: str = "gpu-0") -> PodClaims:
+    """A pod on the node whose container uses `ref` on `device`."""
+    return PodClaims("default", "pod-1", [ClaimUse(ref.namespace, ref.name,
+                                                   [(DRIVER, GPU_POOL, device, None)])])
+
+
+def test_a_leaked_record_the_kubelet_no_longer_uses_is_freed(tmp_path, kubelet, caplog):
+    node = Node(tmp_path, _usage(kubelet))
     leaked = node.add(A)
-    assert not _error(node.preparer.prepare([leaked]), A)
+    assert not node.prepare(leaked)
     node.delete(leaked)  # the kubelet lost its state: it will never unprepare A
     new = node.add(B)
-    assert "exclusive and already prepared" in _error(node.preparer.prepare([new]), B)
+    assert "exclusive and already prepared" in node.prepare(new)
+    node.mono += 10 * INTERVAL  # the record is old: read on the next check
 
-    assert node.reconciler.check() == []  # one check is never enough
+    assert node.check() == []  # one check is never enough
+    assert kubelet.calls == 0  # nothing due yet: the kubelet is not asked
     with caplog.at_level(logging.INFO, logger="driver.claims.reconciler"):
-        [done] = node.reconciler.check()
+        [done] = node.check()
 
     assert (done.ref, done.reason) == (leaked, CLAIM_DELETED)
-    assert node.reclaimed == [(A, CLAIM_DELETED)]
+    assert node.seen.freed == [(A, CLAIM_DELETED)] and kubelet.calls == 1
     assert node.files() == ([], [])
     assert node.preparer.ledger.devices_in_use() == frozenset()
     [line] = [r.getMessage() for r in caplog.records if r.name == "driver.claims.reconciler"]
     assert f"default/{leaked.name}" in line and CLAIM_DELETED in line
-    assert not _error(node.preparer.prepare([new]), B)
+    assert not node.prepare(new)
     assert node.preparer.unprepare([leaked])[A].error == ""  # the kubelet's late call
 
 
-def test_a_claim_in_use_is_never_reconciled(tmp_path):
-    node = Node(tmp_path)
+def test_a_claim_a_running_pod_still_uses_is_kept_and_its_device_stays_held(
+        tmp_path, kubelet, caplog):
+    # The pod was force-deleted from the API and its claim with it, yet its container
+    # still runs on the node (a kubelet cut off from the API server).
+    node = Node(tmp_path, _usage(kubelet))
     ref = node.add(A)
-    assert not _error(node.preparer.prepare([ref]), A)
+    assert not node.prepare(ref)
+    kubelet.set_pods([_running(ref)])
+    node.delete(ref)
+    with caplog.at_level(logging.WARNING, logger="driver.claims.reconciler"):
+        for _ in range(6):
+            assert node.check() == []
+    assert set(node.preparer.prepared()) == {A} and len(node.files()[0]) == 1
+    assert node.seen.kept == [(A, CLAIM_DELETED, IN_USE)]  # reported once, not per check
+    [line] = [r.getMessage() for r in caplog.records if "kept" in r.getMessage()]
+    assert A in line and "still uses it" in line
+    assert node.seen.events == []  # the claim is gone: nothing to put an Event on
+    assert "exclusive and already prepared" in node.prepare(node.add(B))
+
+
+def test_a_device_the_kubelet_lists_for_another_claim_counts_as_in_use(tmp_path, kubelet):
+    node = Node(tmp_path, _usage(kubelet))
+    ref = node.add(A)
+    assert not node.prepare(ref)
+    node.delete(ref)
+    kubelet.set_pods([_running(ClaimRef("default", "made-again", C))])  # same gpu-0
+    for _ in range(3):
+        assert node.check() == []
+    assert node.seen.kept == [(A, CLAIM_DELETED, IN_USE)]
+
+
+@pytest.mark.parametrize("broken", ["no socket", "unavailable"])
+def test_nothing_is_freed_when_the_kubelet_cannot_be_asked(tmp_path, kubelet, broken):
+    usage = (PodResourcesUsage(str(tmp_path / "missing.sock"), DRIVER, timeout_s=1)
+             if broken == "no socket" else _usage(kubelet))
+    kubelet.fail_with(grpc.StatusCode.UNAVAILABLE)
+    node = Node(tmp_path, usage)
+    ref = node.add(A)
+    assert not node.prepare(ref)
+    node.delete(ref)
+    for _ in range(3):
+        assert node.check() == []
+    assert set(node.preparer.prepared()) == {A}
+    assert node.seen.kept == [(A, CLAIM_DELETED, KUBELET_UNKNOWN)]
+    kubelet.fail_with(None)  # the kubelet answers again, listing no pod: freed
+    if broken == "unavailable":
+        assert [d.ref.uid for d in node.check()] == [A]
+
+
+def test_a_kubelet_that_lists_no_dra_resources_at_all_cannot_tell(tmp_path, kubelet):
+    # Its KubeletPodResourcesDynamicResources gate off: every pod lists no claims, also
+    # the one the API server shows using B. Freeing A on that word could free a device
+    # in use.
+    node = Node(tmp_path, _usage(kubelet), gpus=2)
+    leaked, used = node.add(A), node.add(B, device="gpu-1")
+    assert not node.prepare(leaked) and not node.prepare(used)
+    kubelet.set_pods([PodClaims("default", "pod-1")])
+    node.delete(leaked)
+    node.mono += 10 * INTERVAL  # B is read once and found in use
+    for _ in range(3):
+        assert node.check() == []
+    assert node.seen.kept == [(A, CLAIM_DELETED, KUBELET_UNKNOWN)]
+
+
+def test_report_mode_never_frees_and_reports_once_with_an_event(tmp_path, kubelet):
+    node = Node(tmp_path, _usage(kubelet), mode=REPORT)
+    ref = node.add(A, reserved=False)  # still exists, reserved for nobody
+    assert not node.prepare(ref)
+    for _ in range(10):
+        assert node.check() == []
+    assert set(node.preparer.prepared()) == {A}
+    assert node.seen.kept == [(A, NOT_RESERVED, REPORT_ONLY)]
+    [(uid, reason, message)] = node.seen.events
+    assert (uid, reason) == (A, KEPT_EVENT_REASON)
+    assert NOT_RESERVED in message and "--reconcile-mode=free" in message
+    assert kubelet.calls == 0
+    assert node.seen.leaked[-1] == 1
+
+
+def test_the_brake_frees_nothing_when_every_record_looks_leaked(tmp_path, kubelet, caplog):
+    # A kubeconfig pointing at another cluster: every claim "gone" at once.
+    node = Node(tmp_path, _usage(kubelet), gpus=3)
+    refs = [node.add(uid, device=f"gpu-{n}") for n, uid in enumerate((A, B, C))]
+    for ref in refs:
+        assert not node.prepare(ref)
+        node.delete(ref)
+    with caplog.at_level(logging.WARNING, logger="driver.claims.reconciler"):
+        for _ in range(5):
+            assert node.check() == []
+    assert len(node.preparer.prepared()) == 3
+    assert node.seen.brakes == [3] * 5 and node.seen.kept == [] and kubelet.calls == 0
+    [line] = [r.getMessage() for r in caplog.records if "at once" in r.getMessage()]
+    assert "3 of 3" in line and "freeing none" in line
+
+
+def test_a_claim_in_use_is_never_reconciled(tmp_path, kubelet):
+    node = Node(tmp_path, _usage(kubelet))
+    ref = node.add(A)
+    assert not node.prepare(ref)
     for _ in range(5):
-        assert node.reconciler.check() == []
+        node.mono += 100 * INTERVAL
+        assert node.check() == []
     assert set(node.preparer.prepared()) == {A}
-    assert node.reclaimed == []
+    assert node.seen.freed == [] and node.seen.kept == []
 
 
-def test_a_prepare_between_checks_keeps_the_claim(tmp_path):
-    node = Node(tmp_path)
+def test_a_prepare_between_checks_keeps_the_claim(tmp_path, kubelet):
+    node = Node(tmp_path, _usage(kubelet))
     ref = node.add(A, reserved=False)
-    assert not _error(node.preparer.prepare([ref]), A)
-    assert node.reconciler.check() == []  # suspected: not reserved
-    assert not _error(node.preparer.prepare([ref]), A)  # a pod uses it after all
-    assert node.reconciler.check() == []  # starts over
+    assert not node.prepare(ref)
+    node.mono += 10 * INTERVAL  # due for its first read
+    assert node.check() == []  # suspected: not reserved
+    time.sleep(0.01)  # a later touch stamp
+    assert not node.prepare(ref)  # a pod uses it after all
+    assert node.check() == []  # starts over
     assert set(node.preparer.prepared()) == {A}
-    [done] = node.reconciler.check()  # still unreserved on two checks since
+    [done] = node.check()  # still unreserved on two checks since
     assert done.reason == NOT_RESERVED
 
 
 def test_reclaim_skips_a_claim_prepared_after_it_was_judged(tmp_path):
     # The guard the serialized section applies, whatever the plan said: a prepare that
-    # answers from the record after `since` wins.
-    node = Node(tmp_path)
+    # answers from the record after the plan saw its touch stamp wins.
+    node = Node(tmp_path, None)
     ref = node.add(A)
-    assert not _error(node.preparer.prepare([ref]), A)
-    since = time.time()
+    assert not node.prepare(ref)
+    [seen] = [r.touched_at for r in node.preparer.recorded().values()]
     time.sleep(0.01)
-    assert not _error(node.preparer.prepare([ref]), A)
-    assert node.preparer.reclaim([Reclaim(ref, CLAIM_DELETED, since)]) == {}
+    assert not node.prepare(ref)
+    assert node.preparer.reclaim([Reclaim(ref, CLAIM_DELETED, seen)]) == {}
     assert set(node.preparer.prepared()) == {A}
-    later = time.time() + 1
-    assert node.preparer.reclaim([Reclaim(ref, CLAIM_DELETED, later)])[A].error == ""
+    [now] = [r.touched_at for r in node.preparer.recorded().values()]
+    assert node.preparer.reclaim([Reclaim(ref, CLAIM_DELETED, now)])[A].error == ""
     assert node.files() == ([], [])
 
 
-def test_a_record_younger_than_the_grace_period_is_kept(tmp_path):
-    node = Node(tmp_path, grace=3600)
+def test_an_unreadable_claim_is_left_alone(tmp_path, kubelet):
+    node = Node(tmp_path, _usage(kubelet))
     ref = node.add(A)
-    assert not _error(node.preparer.prepare([ref]), A)
-    node.delete(ref)
-    for _ in range(3):
-        assert node.reconciler.check() == []
-    assert set(node.preparer.prepared()) == {A}
-
-
-@pytest.mark.parametrize("failure", [RuntimeError("API down")])
-def test_an_unreadable_claim_is_left_alone(tmp_path, failure):
-    node = Node(tmp_path)
-    ref = node.add(A)
-    assert not _error(node.preparer.prepare([ref]), A)
+    assert not node.prepare(ref)
 
     def broken(namespace, name):
-        raise failure
+        raise RuntimeError("API down")
 
     node.source.get = broken  # type: ignore[method-assign]
     for _ in range(3):
-        assert node.reconciler.check() == []
+        node.mono += 100 * INTERVAL
+        assert node.check() == []
     assert set(node.preparer.prepared()) == {A}
 
 
-def test_claims_are_read_when_due_not_on_every_check(tmp_path):
+def test_claims_are_read_when_due_not_on_every_check(tmp_path, kubelet):
     # The API server's load: a claim just prepared was read by its prepare; one found in
     # use is read again after twice the wait before, up to the longest wait.
-    now = [time.time()]
-    node = Node(tmp_path, interval=60, clock=lambda: now[0])
+    wall = [time.time()]
+    node = Node(tmp_path, _usage(kubelet), interval=60, clock=lambda: wall[0])
     reads: list[str] = []
     get = node.source.get
 
@@ -154,21 +311,23 @@ def test_claims_are_read_when_due_not_on_every_check(tmp_path):
 
     node.source.get = counting  # type: ignore[method-assign]
     ref = node.add(A)
-    assert not _error(node.preparer.prepare([ref]), A)
+    assert not node.prepare(ref)
     prepared = len(reads)
+    start = node.mono
 
     def reads_at(offset: float, reclaimed: int = 0) -> int:
-        now[0] = time.time() + offset
+        wall[0] = time.time() + offset
+        node.mono = start + offset - INTERVAL  # check() adds one interval
         before = len(reads)
-        assert len(node.reconciler.check()) == reclaimed
+        assert len(node.check()) == reclaimed
         return len(reads) - before
 
     assert reads_at(0) == 0  # its prepare has just read it
     assert reads_at(61) == 1  # one interval later
     assert reads_at(61 + 60) == 0  # next wait: two intervals, at most a quarter less
     assert reads_at(61 + 120) == 1
-    assert prepared == 1
+    assert prepared in (1, 2)  # a prepare reads the claim once (twice if re-read)
     node.delete(ref)  # leaked while quiet: read within the wait, then on every check
     assert reads_at(61 + 120 + 240) == 1
-    assert reads_at(61 + 120 + 240 + 60, reclaimed=1) == 1
-    assert node.reclaimed == [(A, CLAIM_DELETED)]
+    assert reads_at(61 + 120 + 240 + 60, reclaimed=1) == 1  # ceil(1 / 60) + 1 checks
+    assert node.seen.freed == [(A, CLAIM_DELETED)]

@@ -1,6 +1,8 @@
-"""Reconciliation end to end: the kubelet (emulator) never unprepares two claims whose
-pods are gone (it lost its state); the plugin process finds them leaked in the API
-stand-in and unprepares them, and their devices serve new claims."""
+"""Reconciliation end to end, at its shortest allowed settings: the kubelet (emulator)
+never unprepares two claims whose API objects are gone (it lost its state). With
+--reconcile-mode=free the plugin process frees the one no pod uses any more, as the
+kubelet's PodResources API (a real socket) says, and its device serves a new claim; it
+keeps the one whose pod still runs, with its device, and counts and logs why."""
 
 from __future__ import annotations
 
@@ -11,14 +13,21 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster, PluginProcess, wait_until
+from driver.testing.pod_resources import ClaimUse, PodClaims
 
-GRACE_S = 5  # long enough that the first prepares below surely meet the leaked records
+GRACE_S = 30  # the shortest --reconcile-grace accepted
+INTERVAL_S = 2
 
 
 def _claim(cluster: LocalCluster, name: str) -> str:
     cluster.create_claim(name, exactly("gpu", "gpu.dra.example.com"))
     cluster.allocate(name)
     return cluster.claim_ref(name).uid
+
+
+def _device(cluster: LocalCluster, name: str) -> str:
+    [result] = cluster.allocate(name)["status"]["allocation"]["devices"]["results"]
+    return str(result["device"])
 
 
 def _counts(plugin: PluginProcess, name: str, label: str) -> dict[str, float]:
@@ -30,37 +39,63 @@ def _counts(plugin: PluginProcess, name: str, label: str) -> dict[str, float]:
             for s in family.samples if s.name == name}
 
 
-def test_leaked_claims_are_unprepared_and_their_devices_serve_new_claims(
-        cluster: LocalCluster) -> None:
+def test_leaked_claims_are_freed_only_when_the_kubelet_agrees(cluster: LocalCluster) -> None:
     plugin = cluster.start_plugin(num_devices=2, extra=[
-        "--reconcile-interval", "0.5", "--reconcile-grace", str(GRACE_S),
-        "--metrics-port", "0"])
-    gone, reborn = _claim(cluster, "gone"), _claim(cluster, "reborn")
-    answers = cluster.prepare("gone", "reborn")
-    assert answers[gone]["error"] == answers[reborn]["error"] == ""
-    # The pods are deleted while the kubelet has lost its state: nobody will unprepare.
-    for name in ("gone", "reborn"):
+        "--reconcile-interval", str(INTERVAL_S), "--reconcile-grace", str(GRACE_S),
+        "--reconcile-mode", "free", "--metrics-port", "0"])
+    gone, held = _claim(cluster, "gone"), _claim(cluster, "held")
+    answers = cluster.prepare("gone", "held")
+    assert answers[gone]["error"] == answers[held]["error"] == ""
+    devices = {claim: answers[uid]["devices"][0] for claim, uid in
+               (("gone", gone), ("held", held))}
+    # "held"'s pod still runs on the node (its kubelet was cut off when the pod was
+    # force-deleted); "gone"'s does not. Both claims vanish from the API server.
+    assert cluster.pod_resources is not None
+    device = devices["held"]
+    cluster.pod_resources.set_pods([PodClaims("default", "pod-held", [ClaimUse(
+        "default", "held", [(cluster.driver_name, device["pool_name"],
+                             device["device_name"], None)])])])
+    for name in ("gone", "held"):
         cluster.resource.delete_namespaced_resource_claim(name, "default")
-    fresh, reborn_again = _claim(cluster, "fresh"), _claim(cluster, "reborn")
-
-    blocked = cluster.prepare("fresh", "reborn")
+    first, other = _claim(cluster, "first"), _claim(cluster, "other")
+    # Name them by the device each got: "fresh" the freed one's, "second" the held one's.
+    on_gone = _device(cluster, "first") == devices["gone"]["device_name"]
+    (fresh, fresh_name), (second, second_name) = (
+        ((first, "first"), (other, "other")) if on_gone else ((other, "other"), (first, "first")))
+    blocked = cluster.prepare("first", "other")
     assert all("exclusive and already prepared" in blocked[uid]["error"]
-               for uid in (fresh, reborn_again)), blocked
+               for uid in (fresh, second)), blocked
 
-    def prepared() -> bool:
-        answers = cluster.prepare("fresh", "reborn")
-        return all(answers[uid]["error"] == "" for uid in (fresh, reborn_again))
-
-    wait_until(prepared, timeout=GRACE_S + 30, what="the new claims to prepare")
+    wait_until(lambda: cluster.prepare(fresh_name)[fresh]["error"] == "",
+               timeout=GRACE_S + 30, what="the freed device to serve a new claim")
+    wait_until(lambda: _counts(plugin, "simdra_reconcile_kept_claims_total", "why")["in_use"]
+               == 1, timeout=3 * INTERVAL_S + 10, what="the held claim to be counted kept")
+    assert "exclusive and already prepared" in cluster.prepare(second_name)[second]["error"]
     counts = _counts(plugin, "simdra_reconciled_claims_total", "reason")
-    assert (counts["claim_deleted"], counts["uid_changed"], counts["not_reserved"]) == (1, 1, 0)
+    assert counts["claim_deleted"] == 1 and sum(counts.values()) == 1, counts
+    kept = _counts(plugin, "simdra_reconcile_kept_claims_total", "why")
+    assert kept == {"in_use": 1, "kubelet_unknown": 0, "report_only": 0}, kept
     reads = _counts(plugin, "simdra_reconcile_claim_reads_total", "result")
-    assert reads["gone"] >= 2 and reads["found"] >= 2 and reads["failed"] == 0, reads
-    lines = [line for line in plugin.log().splitlines() if "reconcile: unprepared" in line]
-    assert len(lines) == 2
-    assert any(gone in line and "default/gone" in line and "claim_deleted" in line
-               for line in lines)
-    assert any(reborn in line and "default/reborn" in line and "uid_changed" in line
-               for line in lines)
-    assert sorted(p.name for p in cluster.cdi_root.iterdir()) == sorted(
-        f"k8s.dra.example.com-device_{uid}.json" for uid in (fresh, reborn_again))
+    assert reads["gone"] >= 2 and reads["failed"] == 0, reads
+    log = plugin.log().splitlines()
+    [freed] = [line for line in log if "reconcile: unprepared" in line]
+    assert gone in freed and "default/gone" in freed and "claim_deleted" in freed
+    [kept_line] = [line for line in log if "reconcile: kept" in line]
+    assert held in kept_line and "still uses it" in kept_line
+    specs = sorted(p.name for p in cluster.cdi_root.iterdir())
+    assert specs == sorted(f"k8s.dra.example.com-device_{uid}.json" for uid in (held, fresh))
+
+
+def test_report_mode_is_the_default_and_frees_nothing(cluster: LocalCluster) -> None:
+    plugin = cluster.start_plugin(num_devices=1, extra=[
+        "--reconcile-interval", str(INTERVAL_S), "--reconcile-grace", str(GRACE_S),
+        "--metrics-port", "0"])
+    gone = _claim(cluster, "gone")
+    assert cluster.prepare("gone")[gone]["error"] == ""
+    cluster.resource.delete_namespaced_resource_claim("gone", "default")
+    wait_until(lambda: _counts(plugin, "simdra_reconcile_kept_claims_total", "why")
+               ["report_only"] == 1, timeout=GRACE_S + 30, what="the leak to be reported")
+    assert _counts(plugin, "simdra_reconciled_claims_total", "reason")["claim_deleted"] == 0
+    assert [p.name for p in cluster.cdi_root.iterdir()] == [
+        f"k8s.dra.example.com-device_{gone}.json"]
+    assert cluster.pod_resources is not None and cluster.pod_resources.calls == 0

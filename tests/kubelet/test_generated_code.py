@@ -22,6 +22,8 @@ from driver.kubelet.gen import (
     dra_v1beta1_pb2_grpc,
     pluginregistration_v1_pb2,
     pluginregistration_v1_pb2_grpc,
+    podresources_v1_pb2,
+    podresources_v1_pb2_grpc,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,6 +96,14 @@ class _RecordingChannel:
             dra_health_v1_pb2_grpc.DRAResourceHealthStub,
             ["/v1.DRAResourceHealth/NodeWatchResources"],
         ),
+        (
+            podresources_v1_pb2_grpc.PodResourcesListerStub,
+            [
+                "/v1.PodResourcesLister/List",
+                "/v1.PodResourcesLister/GetAllocatableResources",
+                "/v1.PodResourcesLister/Get",
+            ],
+        ),
     ],
 )
 def test_method_paths_match_kubelet(stub: Any, paths: list[str]) -> None:
@@ -152,10 +162,29 @@ _HEALTH_FIELDS = [
     ("DeviceHealth", "health_check_timeout_seconds", 4, _INT64),
     ("DeviceHealth", "message", 5, _STR),
 ]
+# What reconciliation reads from the kubelet's PodResources API (k8s.io/kubelet v1).
+_POD_RESOURCES_FIELDS = [
+    ("ListPodResourcesResponse", "pod_resources", 1, _MSG),
+    ("PodResources", "name", 1, _STR),
+    ("PodResources", "namespace", 2, _STR),
+    ("PodResources", "containers", 3, _MSG),
+    ("ContainerResources", "name", 1, _STR),
+    ("ContainerResources", "dynamic_resources", 5, _MSG),
+    ("DynamicResource", "claim_name", 2, _STR),
+    ("DynamicResource", "claim_namespace", 3, _STR),
+    ("DynamicResource", "claim_resources", 4, _MSG),
+    ("ClaimResource", "cdi_devices", 1, _MSG),
+    ("ClaimResource", "driver_name", 2, _STR),
+    ("ClaimResource", "pool_name", 3, _STR),
+    ("ClaimResource", "device_name", 4, _STR),
+    ("ClaimResource", "share_id", 5, _STR),
+    ("CDIDevice", "name", 1, _STR),
+]
 _CASES = (
     [(pluginregistration_v1_pb2, *f) for f in _REG_FIELDS]
     + [(pb, *f) for pb in (dra_v1_pb2, dra_v1beta1_pb2) for f in _DRA_FIELDS]
     + [(pb, *f) for pb in (dra_health_v1alpha1_pb2, dra_health_v1_pb2) for f in _HEALTH_FIELDS]
+    + [(podresources_v1_pb2, *f) for f in _POD_RESOURCES_FIELDS]
 )
 
 
