@@ -4,10 +4,11 @@ steps (`driver.claims.preparer`), and the log context every step runs in."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from driver.claims.claim_files import ClaimFiles
 from driver.claims.errors import claim_label
@@ -23,6 +24,9 @@ PREPARER_LOG = logging.getLogger("driver.claims.preparer")
 T = TypeVar("T")
 P = ParamSpec("P")
 
+# A claim as read from the API server, or the exception reading it raised.
+Fetched = dict[str, Any] | Exception
+
 
 class Progress:
     """The step a prepare/unprepare is at, so that an error can name it."""
@@ -33,6 +37,29 @@ class Progress:
     def failure(self, ref: ClaimRef, exc: Exception) -> str:
         """The per-claim error text for an unexpected exception at the current step."""
         return clip_error(f"{label(ref)}: step {self.step}: {type(exc).__name__}: {clip(exc)}")
+
+
+@dataclass(frozen=True)
+class PrepareRound:
+    """What one prepare call brings to a serialized section: its claims still to answer,
+    and what it saw of each before taking the lock, in this order: the record memory
+    held (`looked`, None: none), then the claim as read from the API server (`fetched`).
+
+    A section answers a claim only while its record is still the one looked at (so the
+    read is newer than whatever read the record was made from); one whose record changed
+    meanwhile is left unanswered, read again and brought to a later round. `last`: the
+    call's last round, in which such a claim gets an error instead."""
+
+    claims: list[ClaimRef]
+    looked: Mapping[str, PreparedClaim | None]
+    fetched: Mapping[str, Fetched]
+    last: bool
+
+
+class Unanswered(Enum):
+    """A claim a section leaves to a later round of its call (see `PrepareRound`)."""
+
+    RECORD_CHANGED = "its checkpoint record changed after the call looked at it"
 
 
 @dataclass

@@ -1,10 +1,19 @@
 """Everything a prepare does before its first side effect: read the claim from the API
 server, parse its allocation, plan it against the inventory (`driver.claims.plan`),
-check it against the capacity ledger and give its devices to the device hook."""
+check it against the capacity ledger and give its devices to the device hook.
+
+Only `fetch` talks to the API server, and the preparer calls it outside its serialized
+section; everything else works from what `fetch` returned, so no prepare or unprepare
+ever waits for the API server on another call's behalf.
+
+A record answers only for the allocation it was made for (`record_answers`): a claim
+with a record is read too, and when the API server has it allocated other devices now,
+it is planned afresh for them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -13,24 +22,29 @@ from driver.claims.allocation import parse_claim
 from driver.claims.errors import ClaimError
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import PreparedClaim, plan_prepare
-from driver.claims.prepare_items import Progress
+from driver.claims.prepare_items import PREPARER_LOG as log
+from driver.claims.prepare_items import Fetched, Progress, label
+from driver.claims.reconcile_plan import DeviceKey, allocated_devices
 from driver.claims.rules import ClaimRules
 from driver.claims.source import ClaimSource
 from driver.claims.types import ClaimRef
-from driver.core.textlimits import clip
+from driver.core.textlimits import clip, one_line
 from driver.devices.model import Inventory
+
+# Fetched: what `fetch` gives per claim, re-exported for the preparer.
+__all__ = ["FETCH_DEADLINE_S", "MAX_PARALLEL_FETCHES", "DeviceHook", "Fetched",
+           "InventoryProvider", "PreparePlanner"]
 
 InventoryProvider = Callable[[], Inventory]
 # Called with (pool, device) for every device of a claim about to be prepared.
 DeviceHook = Callable[[str, str], None]
-# A claim as read from the API server, or the exception reading it raised.
-Fetched = dict[str, Any] | Exception
 # The claims of one call are read at once, so that a pod's N claims cost one read's time,
 # not N (each read may take the API source's 20 s timeout): at most this many at once...
 MAX_PARALLEL_FETCHES = 16
 # ...and whatever is not read by then is its claim's error, so that even a call of more
 # claims than that answers well inside the kubelet's 45 s deadline (facts: the kubelet
-# cancels NodePrepareResources after 45 s), leaving the rest of it to the writes.
+# cancels NodePrepareResources after 45 s), leaving the rest of it to the writes. A call
+# that reads some claims again (`driver.claims.preparer`) shares this time among its rounds.
 FETCH_DEADLINE_S = 25.0
 
 
@@ -49,8 +63,15 @@ class PreparePlanner:
     ) -> dict[str, Fetched]:
         """Each claim's JSON, or the exception reading it raised (reported later, as that
         claim's error). Read in parallel (MAX_PARALLEL_FETCHES at once); a claim not read
-        within `deadline_s` gets a ClaimError saying so."""
-        if len(claims) <= 1:
+        within `deadline_s` gets a ClaimError saying so, and with no time left none is
+        read. Call it outside the serialized section."""
+        if not claims:
+            return {}
+        if deadline_s <= 0:
+            return {ref.uid: _no_time_left(ref) for ref in claims}
+        if len(claims) <= 1 and deadline_s >= FETCH_DEADLINE_S:
+            # The source's own timeout is within the deadline: no thread needed. A later
+            # round with less time left reads in a thread it need not wait for.
             return {ref.uid: self._fetch_one(ref) for ref in claims}
         pool = ThreadPoolExecutor(
             min(len(claims), MAX_PARALLEL_FETCHES), thread_name_prefix="fetch-claim"
@@ -72,13 +93,39 @@ class PreparePlanner:
         except Exception as exc:  # becomes this claim's error, at step "fetch claim"
             return exc
 
+    def record_answers(self, ref: ClaimRef, fetched: Fetched, recorded: PreparedClaim) -> bool:
+        """Whether the claim's record answers this prepare of it, given the claim as read.
+
+        Yes when the read failed (what the API server holds now is unknown, and unknown
+        is no reason to undo a prepared claim), or when the claim read is the recorded one
+        (same namespace, name and UID) and this driver's allocation in it names the
+        recorded (pool, device, shareID)s. Otherwise the claim is to be planned from the
+        read, which refuses another claim under the name; a reallocation of the same
+        claim is logged here, naming both device sets."""
+        if isinstance(fetched, Exception):
+            return True
+        if _identity(fetched) != ref:
+            return False
+        status = fetched.get("status")
+        allocation = status.get("allocation") if isinstance(status, Mapping) else None
+        now = allocated_devices(allocation if isinstance(allocation, Mapping) else {},
+                                self.driver_name)
+        recorded_keys = frozenset(unit.key for unit in recorded.units)
+        if now == recorded_keys:
+            return True
+        log.warning(
+            "%s is allocated other devices than its checkpoint record: recorded %s, "
+            "allocated now %s; preparing it for the allocation it has now",
+            label(ref), _devices(recorded_keys), _devices(now),
+        )
+        return False
+
     def plan(
-        self, ref: ClaimRef, fetched: Fetched | None, progress: Progress, ledger: CapacityLedger
+        self, ref: ClaimRef, fetched: Fetched, progress: Progress, ledger: CapacityLedger
     ) -> PreparedClaim:
-        """Fetch (unless `fetched`), parse, plan, check against `ledger`, device hook."""
+        """Parse the claim as read, plan it, check it against `ledger` (which may hold
+        an older plan of the same claim: that one is left out), device hook."""
         progress.step = "fetch claim"
-        if fetched is None:  # recorded when prepare() looked, gone after the refresh
-            fetched = self.source.get(ref.namespace, ref.name)
         if isinstance(fetched, Exception):
             raise fetched
         raw = fetched
@@ -106,6 +153,39 @@ class PreparePlanner:
                 self.device_hook(pool, device)
             except Exception as exc:  # reported as the claim's error
                 raise ClaimError(f"{label}: {exc}") from exc
+
+
+def _identity(raw: Any) -> ClaimRef | None:
+    """The claim's namespace, name and UID as the API server gave them, if all are set."""
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return None
+    namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
+    if isinstance(namespace, str) and isinstance(name, str) and isinstance(uid, str):
+        return ClaimRef(namespace, name, uid)
+    return None
+
+
+def _devices(keys: frozenset[DeviceKey]) -> str:
+    """A device set as one log line shows it: `[pool/device, pool/device share S]`,
+    sorted, the first few only (the names come from the API server)."""
+    shown = sorted(keys, key=lambda key: (key[0], key[1], key[2] or ""))
+    names = [
+        f"{one_line(pool)}/{one_line(device)}" + (f" share {one_line(share)}" if share else "")
+        for pool, device, share in shown[:_DEVICES_SHOWN]
+    ]
+    more = len(shown) - _DEVICES_SHOWN
+    return "[" + ", ".join(names) + (f", and {more} more" if more > 0 else "") + "]"
+
+
+_DEVICES_SHOWN = 8
+
+
+def _no_time_left(ref: ClaimRef) -> ClaimError:
+    return ClaimError(
+        f"claim {clip(ref.namespace)}/{clip(ref.name)}: not read again from the API server: "
+        f"the call's {FETCH_DEADLINE_S:g} s for reads are spent; the kubelet retries"
+    )
 
 
 def _late(ref: ClaimRef, deadline_s: float) -> ClaimError:

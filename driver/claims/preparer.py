@@ -21,6 +21,24 @@ likewise. Every claim keeps the order above, so the crash promise holds claim by
 and the fsyncs are shared. Claims are planned one after the other, each against a ledger
 that already holds the claims planned before it.
 
+Reads from the API server happen outside the serialized section, never in it: a call
+first looks at the records memory holds for its claims, then reads every claim (in
+parallel, recorded ones too), then takes the lock. In the section a claim is answered
+only while its record is still the one the call looked at, so the read is at least as
+new as the one the record was made from; a claim whose record changed in between (an
+unprepare, a prepare by another call or instance) is left unanswered, read again after
+the section and brought to the next one, at most PREPARE_ROUNDS sections per call in all,
+the last of which answers it with an error naming the claim.
+
+A record answers only for the allocation it was made for: when the claim as read names
+other (pool, device, shareID)s for this driver than its record (the same UID
+deallocated and allocated again), the claim is planned for its allocation now, checked
+against the ledger without its old plan, and its record and CDI spec are rewritten in
+place (record first, as for any prepare); the ledger then holds the new devices instead
+of the old, which stay held for the other claims of the batch until it is written. A read that failed (API server down, too slow, 404) says nothing about the
+allocation, so the record answers as before; a claim that is another object under the
+same name (other UID) is an error.
+
 Two instances may share the directories during a rolling update (api-facts 6.1), serialized
 by a file lock. Memory is the source of truth while the process lives: records are
 written through and read back only at start-up and when another process may have
@@ -39,6 +57,7 @@ effects in the order above, `prepared_store` the files and their mirror in memor
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -56,14 +75,22 @@ from driver.claims.names import check_ref
 from driver.claims.plan import PreparedClaim
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import (
+    Fetched,
     Planned,
+    PrepareRound,
     Progress,
     Removal,
+    Unanswered,
     in_context,
     in_item_context,
     label,
 )
-from driver.claims.prepare_planner import DeviceHook, Fetched, InventoryProvider, PreparePlanner
+from driver.claims.prepare_planner import (
+    FETCH_DEADLINE_S,
+    DeviceHook,
+    InventoryProvider,
+    PreparePlanner,
+)
 from driver.claims.prepared_store import PreparedStore
 from driver.claims.reconcile_plan import Reclaim, RecordedClaim
 from driver.claims.reserved import Reservation
@@ -73,6 +100,9 @@ from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.core.textlimits import clip_error
 
 Serializer = Callable[[], AbstractContextManager[object]]
+# Serialized sections one prepare call may take: one, and one more each time a claim's
+# record changed between the call's look and the section (a race, not a steady state).
+PREPARE_ROUNDS = 3
 
 
 class StatusWriter(Protocol):
@@ -146,13 +176,27 @@ class Preparer:
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         """Prepare each claim on its own; every requested UID gets exactly one answer.
 
-        Claims are read from the API server before taking the lock, as the Go helper
-        does: a slow API server then delays this call only, not the unprepares and
-        prepares of other pods waiting for the lock. Calls that wait for the lock
-        together are then written together (see `_prepare_batch`)."""
-        records = self._store.records
-        fetched = self._planner.fetch([ref for ref in claims if ref.uid not in records])
-        return self._prepares.submit((claims, fetched))
+        Claims, recorded ones too, are read from the API server before taking the lock,
+        as the Go helper does: a slow API server then delays this call only, not the
+        unprepares and prepares of other pods waiting for the lock. A claim whose record
+        changed before the section is read again and taken to a later section (see the
+        module docstring); all rounds' reads share one FETCH_DEADLINE_S. Calls that wait
+        for the lock together are written together (see `_prepare_batch`)."""
+        started = time.monotonic()
+        answers: dict[str, PrepareResult] = {}
+        pending = claims
+        for round_number in range(1, PREPARE_ROUNDS + 1):
+            records = self._store.records  # read before the claims: see PrepareRound
+            looked = {ref.uid: records.get(ref.uid) for ref in pending}
+            time_left = FETCH_DEADLINE_S - (time.monotonic() - started)
+            fetched = self._planner.fetch(
+                pending, FETCH_DEADLINE_S if round_number == 1 else time_left)
+            last = round_number == PREPARE_ROUNDS
+            answers |= self._prepares.submit(PrepareRound(pending, looked, fetched, last))
+            pending = [ref for ref in pending if ref.uid not in answers]
+            if not pending:
+                break
+        return {ref.uid: answers[ref.uid] for ref in claims}
 
     def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
         """Unprepare each claim from persisted state alone; unknown UIDs succeed. Calls
@@ -166,38 +210,38 @@ class Preparer:
     def reclaim(self, claims: Sequence[Reclaim]) -> dict[str, UnprepareResult]:
         """Unprepare claims the kubelet will never unprepare (`driver.claims.reconciler`)
         the way NodeUnprepareResources does, but only those still recorded and not
-        prepared (record written, or a prepare answered from it) since their `since`:
+        prepared (record written, or a prepare answered from it) since their touch stamp:
         checked inside the serialized section, so no prepare can slip in between."""
         with self._serialize():
             self._store.refresh()
             try:
-                refs = [c.ref for c in claims if self._unused_since(c.ref.uid, c.since)]
+                refs = [c.ref for c in claims if self._untouched(c.ref.uid, c.touched_at)]
                 answers = self._unprepare_all(refs) if refs else {}
             finally:
                 self._store.remember_stamp()
         return answers
 
-    def _unused_since(self, claim_uid: str, since: float) -> bool:
+    def _untouched(self, claim_uid: str, touched_at: float) -> bool:
+        # Equality, not order: a step of the wall clock must not make a fresh prepare
+        # look older than the check that found the claim leaked.
         if claim_uid not in self._store.records:
             return False  # unprepared meanwhile, or unreadable now
         touched = self._store.touched_at(claim_uid)
-        return touched is not None and touched < since
+        return touched is not None and touched == touched_at
 
     # --- the serialized sections ----------------------------------------------------
 
-    def _prepare_batch(
-        self, requests: Sequence[tuple[list[ClaimRef], dict[str, Fetched]]]
-    ) -> list[dict[str, PrepareResult]]:
-        """One serialized section for the claims of several concurrent calls."""
+    def _prepare_batch(self, rounds: Sequence[PrepareRound]) -> list[dict[str, PrepareResult]]:
+        """One serialized section for the claims of several concurrent calls: each call's
+        answers, without the claims it is to read again (never in its last round)."""
         with self._serialize():
             self._store.refresh()
             try:
-                answers = self._prepare_all(
-                    [(ref, fetched.get(ref.uid)) for claims, fetched in requests for ref in claims]
-                )
+                answers = self._prepare_all(rounds)
             finally:
                 self._store.remember_stamp()
-        return [{ref.uid: answers[ref.uid] for ref in claims} for claims, _ in requests]
+        return [{ref.uid: answers[ref.uid] for ref in r.claims if ref.uid in answers}
+                for r in rounds]
 
     def _unprepare_batch(
         self, requests: Sequence[list[ClaimRef]]
@@ -213,29 +257,39 @@ class Preparer:
 
     # --- prepare ------------------------------------------------------------------
 
-    def _prepare_all(
-        self, claims: list[tuple[ClaimRef, Fetched | None]]
-    ) -> dict[str, PrepareResult]:
+    def _prepare_all(self, rounds: Sequence[PrepareRound]) -> dict[str, PrepareResult]:
         """Plan and check every claim in order (each against the ledger holding the ones
         before it), then write them in phases (`CommitPhases.write`). A CDI spec is still
-        never in place before its record is durable."""
+        never in place before its record is durable. A claim left unanswered gets no
+        entry (its call reads it again)."""
         answers: dict[str, PrepareResult] = {}
         planned: dict[str, Planned] = {}
-        for ref, fetched in claims:
-            if ref.uid in answers or ref.uid in planned:
-                continue  # the same claim twice in one batch: one answer
-            outcome = in_context(ref, partial(self._start_prepare, fetched=fetched))
-            if isinstance(outcome, Planned):
-                planned[ref.uid] = outcome
-            else:
-                answers[ref.uid] = outcome
-        if planned:
-            answers.update(self._write_prepared(list(planned.values())))
+        for batch_round in rounds:
+            for ref in batch_round.claims:
+                if ref.uid in answers or ref.uid in planned:
+                    continue  # the same claim twice in one batch: one answer
+                outcome = in_context(ref, partial(
+                    self._start_prepare, looked=batch_round.looked[ref.uid],
+                    fetched=batch_round.fetched[ref.uid], last=batch_round.last))
+                if isinstance(outcome, Planned):
+                    planned[ref.uid] = outcome
+                elif isinstance(outcome, PrepareResult):
+                    answers[ref.uid] = outcome
+        try:
+            if planned:
+                answers.update(self._write_prepared(list(planned.values())))
+        finally:
+            for uid in planned:
+                self._store.ledger.remove(_held_key(uid))
         return answers
 
-    def _start_prepare(self, ref: ClaimRef, fetched: Fetched | None) -> PrepareResult | Planned:
-        """A claim's answer when it needs no writes (an error, or already prepared), else
-        its plan, held in the ledger so that the claims after it are checked against it."""
+    def _start_prepare(
+        self, ref: ClaimRef, looked: PreparedClaim | None, fetched: Fetched, *, last: bool
+    ) -> PrepareResult | Planned | Unanswered:
+        """A claim's answer when it needs no writes (an error, or already prepared for its
+        allocation), else its plan, held in the ledger so that the claims after it are
+        checked against it; Unanswered when its record is not the one its call looked at
+        (the call reads it again)."""
         store = self._store
         progress = Progress("check claim uid")
         try:
@@ -248,8 +302,17 @@ class Preparer:
                     "(an unprepare of the claim moves the record aside)"
                 )
             recorded = store.records.get(ref.uid)
-            if recorded is not None:
-                # Already prepared (kubelet restart, retry): same answer, no redo, no fetch.
+            if recorded != looked:
+                progress.step = "check record"
+                if not last:
+                    return Unanswered.RECORD_CHANGED
+                raise ClaimError(
+                    f"{label(ref)}: its checkpoint record changed between the claim's read "
+                    f"and the serialized section {PREPARE_ROUNDS} times in a row (other "
+                    "prepares or unprepares of the claim ran meanwhile); the kubelet retries"
+                )
+            if recorded is not None and self._planner.record_answers(ref, fetched, recorded):
+                # Prepared for this allocation (kubelet restart, retry): same answer, no redo.
                 store.answered[ref.uid] = time.time()  # in use: not to be reconciled
                 progress.step = "restore CDI spec"
                 store.ensure_spec(recorded)
@@ -258,7 +321,12 @@ class Preparer:
             prepared = self._planner.plan(ref, fetched, progress, store.ledger)
         except Exception as exc:
             return self._failed(ref, progress, exc)
+        # Replaces the plan of a recorded claim allocated anew; its old devices stay held
+        # under another key until the batch is written: should this claim's record write
+        # fail, the old record still names them, and no claim after it may take them.
         store.ledger.add(prepared)
+        if recorded is not None:
+            store.ledger.add(_held_until_written(recorded))
         return Planned(ref, progress, prepared, spec_path)
 
     def _failed(self, ref: ClaimRef, progress: Progress, exc: Exception) -> PrepareResult:
@@ -334,3 +402,14 @@ class Preparer:
             items[ref.uid] = Removal(
                 ref, Progress("remove CDI spec"), self._store.records.get(ref.uid), spec_path)
         return list(items.values())
+
+
+def _held_key(claim_uid: str) -> str:
+    # Not a UID (a "/" is never in one): no claim's entries are ever filed under it.
+    return f"{claim_uid}/previous-allocation"
+
+
+def _held_until_written(recorded: PreparedClaim) -> PreparedClaim:
+    """The recorded plan of a claim being planned anew, filed under `_held_key`."""
+    return dataclasses.replace(
+        recorded, claim=dataclasses.replace(recorded.claim, uid=_held_key(recorded.claim.uid)))

@@ -113,7 +113,7 @@ def test_prepare_again_returns_the_same_answer_without_touching_files(node):
     before = [
         (p.stat().st_ino, p.stat().st_mtime_ns) for p in (node.spec_path(A), node.record_path(A))
     ]
-    node.source.claims.clear()  # no refetch: the answer comes from the record
+    node.source.claims.clear()  # a failed read says nothing: the record answers
     node.inventory = inventory(gpus=0, nics=0)  # nor from the inventory
     for preparer in (node.preparer(), node.preparer()):  # also across restarts
         again = _ok(preparer.prepare([ref, ref]))[A]
