@@ -1,7 +1,9 @@
 """`simdra run`: the plugin process from its checked flags to its exit.
 
-The kubelet is served first: after the cheap checks of the cluster configuration, the
-DRA and registration sockets serve (`driver.kubelet.early`) with nothing but gRPC and
+The kubelet is served first: after the cheap checks of the cluster configuration and
+of the plugin's files (`driver.kubelet.state_check`: damaged state refuses to start,
+before any socket exists, so the kubelet never registers a plugin that cannot serve),
+the DRA and registration sockets serve (`driver.kubelet.early`) with nothing but gRPC and
 the kubelet package loaded, so the kubelet can register the plugin while the rest (the
 claims and devices packages, the backend's discovery, then the Kubernetes client) is
 still loading; calls that come meanwhile wait for the preparer. Then the `Plugin` is
@@ -20,6 +22,7 @@ from driver.config import Config
 from driver.kube import ApiClientLoader, ClusterConfigError, check_cluster_config
 from driver.kubelet.early import EarlyKubelet, serve_kubelet_early
 from driver.kubelet.sockets import dra_socket_path, registration_socket_path
+from driver.kubelet.state_check import check_state
 from driver.observability.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -61,11 +64,14 @@ def run_plugin(config: Config) -> int:
 
 
 def _serve_kubelet(config: Config) -> EarlyKubelet:
+    """The plugin's files checked (StateError: damaged), then the kubelet's sockets."""
+    check_state(config.data_dir, config.cdi_root, fault_files=config.device_backend == "fake")
     pod_uid = config.pod_uid or ""
     return serve_kubelet_early(
         config.driver_name, config.data_dir,
         dra_socket_path(str(config.data_dir), pod_uid),
-        registration_socket_path(str(config.registrar_dir), config.driver_name, pod_uid))
+        registration_socket_path(str(config.registrar_dir), config.driver_name, pod_uid),
+        count_calls=config.metrics_port >= 0)
 
 
 def _start_plugin(config: Config, api: ApiClientLoader, early: EarlyKubelet) -> Plugin:
@@ -75,6 +81,10 @@ def _start_plugin(config: Config, api: ApiClientLoader, early: EarlyKubelet) -> 
         from driver.plugin import Plugin, make_backend  # the heavy part, imported now
 
         plugin = Plugin(config, api, make_backend(config), early)
+        if plugin.metrics is not None and early.calls is not None:
+            # Before start(), which serves the metrics: the counts are there from the
+            # first scrape, including the calls that came before the metrics existed.
+            plugin.metrics.add_kubelet_calls(early.calls)
         plugin.start()
     except Exception as err:
         early.preparer.fail(f"the plugin failed to start: {err}")

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driver.atomicfile import SYNC_THREAD_PREFIX
 from driver.claims.reconcile_plan import CLAIM_DELETED, GONE, READ_RESULTS, REASONS
+from driver.claims.reconciler import IN_USE, KEPT_WHY
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.core.quantity import parse_quantity
 from driver.kubelet.health import DeviceHealth, HealthStatus
@@ -274,3 +275,21 @@ def test_reconcile_reads_count_by_result_and_start_at_zero(serve):
     metrics.reconcile_read(GONE)
     metrics.reconcile_read(GONE)
     assert value(scrape(port), "simdra_reconcile_claim_reads_total", result=GONE) == 2
+
+
+def test_reconcile_reports_count_kept_claims_brakes_and_leaked_records(serve):
+    metrics = PluginMetrics()
+    port = serve(metrics)
+    for why in KEPT_WHY:
+        assert value(scrape(port), "simdra_reconcile_kept_claims_total", why=why) == 0
+    reports = metrics.reconcile_reports()
+    assert reports.kept is not None and reports.braked and reports.leaked and reports.freed
+    reports.kept(ClaimRef("default", "a", "uid-a"), CLAIM_DELETED, IN_USE)
+    reports.braked(12)
+    reports.braked(12)
+    reports.leaked(12)
+    reports.leaked(3)
+    samples = scrape(port)
+    assert value(samples, "simdra_reconcile_kept_claims_total", why=IN_USE) == 1
+    assert value(samples, "simdra_reconcile_brakes_total") == 2
+    assert value(samples, "simdra_reconcile_leaked_claims") == 3

@@ -35,9 +35,10 @@ other (pool, device, shareID)s for this driver than its record (the same UID
 deallocated and allocated again), the claim is planned for its allocation now, checked
 against the ledger without its old plan, and its record and CDI spec are rewritten in
 place (record first, as for any prepare); the ledger then holds the new devices instead
-of the old, which stay held for the other claims of the batch until it is written. A read that failed (API server down, too slow, 404) says nothing about the
-allocation, so the record answers as before; a claim that is another object under the
-same name (other UID) is an error.
+of the old, which stay held for the other claims of the batch until it is written. A
+read that failed (API server down, too slow, 404) says nothing about the allocation, so
+the record answers as before; a claim that is another object under the same name
+(other UID) is an error. The record checks are `driver.claims.prepare_checks`.
 
 Two instances may share the directories during a rolling update (api-facts 6.1), serialized
 by a file lock. Memory is the source of truth while the process lives: records are
@@ -57,7 +58,6 @@ effects in the order above, `prepared_store` the files and their mirror in memor
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -73,6 +73,13 @@ from driver.claims.errors import ClaimError
 from driver.claims.ledger import CapacityLedger
 from driver.claims.names import check_ref
 from driver.claims.plan import PreparedClaim
+from driver.claims.prepare_checks import (
+    PREPARE_ROUNDS,
+    held_key,
+    held_until_written,
+    record_unchanged,
+    refuse_corrupt,
+)
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import (
     Fetched,
@@ -100,9 +107,6 @@ from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.core.textlimits import clip_error
 
 Serializer = Callable[[], AbstractContextManager[object]]
-# Serialized sections one prepare call may take: one, and one more each time a claim's
-# record changed between the call's look and the section (a race, not a steady state).
-PREPARE_ROUNDS = 3
 
 
 class StatusWriter(Protocol):
@@ -280,7 +284,7 @@ class Preparer:
                 answers.update(self._write_prepared(list(planned.values())))
         finally:
             for uid in planned:
-                self._store.ledger.remove(_held_key(uid))
+                self._store.ledger.remove(held_key(uid))
         return answers
 
     def _start_prepare(
@@ -296,21 +300,11 @@ class Preparer:
             store.record_path(ref)
             spec_path = store.spec_path(ref)
             check_ref(ref)
-            if ref.uid in store.corrupt:
-                raise ClaimError(
-                    f"{label(ref)}: {store.corrupt[ref.uid]}; not preparing it again "
-                    "(an unprepare of the claim moves the record aside)"
-                )
+            refuse_corrupt(ref, store.corrupt)
             recorded = store.records.get(ref.uid)
-            if recorded != looked:
-                progress.step = "check record"
-                if not last:
-                    return Unanswered.RECORD_CHANGED
-                raise ClaimError(
-                    f"{label(ref)}: its checkpoint record changed between the claim's read "
-                    f"and the serialized section {PREPARE_ROUNDS} times in a row (other "
-                    "prepares or unprepares of the claim ran meanwhile); the kubelet retries"
-                )
+            progress.step = "check record"
+            if not record_unchanged(ref, recorded, looked, last=last):
+                return Unanswered.RECORD_CHANGED
             if recorded is not None and self._planner.record_answers(ref, fetched, recorded):
                 # Prepared for this allocation (kubelet restart, retry): same answer, no redo.
                 store.answered[ref.uid] = time.time()  # in use: not to be reconciled
@@ -321,12 +315,9 @@ class Preparer:
             prepared = self._planner.plan(ref, fetched, progress, store.ledger)
         except Exception as exc:
             return self._failed(ref, progress, exc)
-        # Replaces the plan of a recorded claim allocated anew; its old devices stay held
-        # under another key until the batch is written: should this claim's record write
-        # fail, the old record still names them, and no claim after it may take them.
-        store.ledger.add(prepared)
+        store.ledger.add(prepared)  # replaces the plan of a recorded claim allocated anew
         if recorded is not None:
-            store.ledger.add(_held_until_written(recorded))
+            store.ledger.add(held_until_written(recorded))
         return Planned(ref, progress, prepared, spec_path)
 
     def _failed(self, ref: ClaimRef, progress: Progress, exc: Exception) -> PrepareResult:
@@ -403,13 +394,3 @@ class Preparer:
                 ref, Progress("remove CDI spec"), self._store.records.get(ref.uid), spec_path)
         return list(items.values())
 
-
-def _held_key(claim_uid: str) -> str:
-    # Not a UID (a "/" is never in one): no claim's entries are ever filed under it.
-    return f"{claim_uid}/previous-allocation"
-
-
-def _held_until_written(recorded: PreparedClaim) -> PreparedClaim:
-    """The recorded plan of a claim being planned anew, filed under `_held_key`."""
-    return dataclasses.replace(
-        recorded, claim=dataclasses.replace(recorded.claim, uid=_held_key(recorded.claim.uid)))

@@ -18,6 +18,7 @@ import grpc
 from driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
 from driver.kubelet import dra_convert
 from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+from driver.kubelet.services import advertised_name
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,17 @@ class DRAPluginV1beta1(DRAPluginServicer, dra_v1beta1_pb2_grpc.DRAPluginServicer
     version = "v1beta1"
     _pb = dra_v1beta1_pb2
     _share_ids = False
+
+
+def dra_methods() -> list[tuple[str, str]]:
+    """(advertised service name, method) of every DRAPlugin method served, v1 first:
+    ("v1.DRAPlugin", "NodePrepareResources"), ..."""
+    return [
+        (advertised_name(service.full_name), method.name)
+        for pb in (dra_v1_pb2, dra_v1beta1_pb2)
+        for service in (pb.DESCRIPTOR.services_by_name["DRAPlugin"],)
+        for method in service.methods
+    ]
 
 
 def add_dra_services(

@@ -5,6 +5,11 @@ this package imported: the kubelet can register the plugin while the claims, dev
 and Kubernetes client modules are still loading. A prepare or unprepare that comes
 before the plugin's preparer exists waits for it (`DeferredPreparer`); the health
 stream starts with an empty list and gets the devices' as soon as they are discovered.
+With `count_calls`, every call on both sockets is counted from the first one on
+(`driver.kubelet.call_counts`), for the metrics that come later.
+
+The caller checks the plugin's files first (`driver.kubelet.state_check`): a plugin
+whose state is damaged must never show the kubelet a registration socket.
 """
 
 from __future__ import annotations
@@ -15,12 +20,12 @@ from pathlib import Path
 
 from driver.atomicfile import own_directory
 from driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
+from driver.kubelet.call_counts import CallCounter, KubeletCalls
+from driver.kubelet.dra_service import dra_methods
 from driver.kubelet.endpoints import KubeletPlugin, start_kubelet_plugin
 from driver.kubelet.health import HealthBoard
+from driver.kubelet.state_check import DATA_DIR_MODE as DATA_DIR_MODE  # for driver.plugin
 
-# The data directory holds the DRA socket, the claim records and the locks: the kubelet
-# (root) reaches the socket through it; nobody else needs in.
-DATA_DIR_MODE = 0o750
 # The health stream re-sends the full list this often; the kubelet's device timeout is
 # three times as long (driver.devices.live.HEALTH_TIMEOUT_SECONDS).
 HEALTH_RESEND_SECONDS = 10.0
@@ -67,16 +72,20 @@ class EarlyKubelet:
     kubelet: KubeletPlugin
     preparer: DeferredPreparer
     board: HealthBoard
+    calls: KubeletCalls | None = None  # None: calls are not counted
 
 
 def serve_kubelet_early(driver_name: str, data_dir: Path, dra_socket: str,
-                        registration_socket: str) -> EarlyKubelet:
+                        registration_socket: str, *,
+                        count_calls: bool = False) -> EarlyKubelet:
     """Serve the DRA socket (DRA and health services) in `data_dir` (made ours first),
     then the registration socket, over a preparer and a health list still to come (see
     the module docstring). The plugin serializes its calls itself, after reading the
-    claims."""
+    claims. count_calls: count every call (for the metrics)."""
     own_directory(data_dir, DATA_DIR_MODE)
     preparer, board = DeferredPreparer(), HealthBoard(resend_seconds=HEALTH_RESEND_SECONDS)
+    calls = KubeletCalls(dra_methods()) if count_calls else None
     kubelet = start_kubelet_plugin(driver_name, dra_socket, registration_socket, preparer,
-                                   health=board, serialize=False)
-    return EarlyKubelet(kubelet, preparer, board)
+                                   health=board, serialize=False,
+                                   interceptors=[CallCounter(calls)] if calls is not None else ())
+    return EarlyKubelet(kubelet, preparer, board, calls)

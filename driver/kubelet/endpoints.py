@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -51,6 +52,7 @@ class KubeletPlugin:
         serialize: bool = True,
         lock_file: str | None = None,
         max_workers: int = DRA_WORKERS,
+        interceptors: Sequence[grpc.ServerInterceptor] = (),
     ) -> None:
         """Start serving; see `start_kubelet_plugin`."""
         self.driver_name = driver_name
@@ -69,7 +71,7 @@ class KubeletPlugin:
         # answers before the registration socket shows (see the module docstring).
         self._server = start_unix_server(
             dra_socket, register, max_workers=max_workers + REGISTRATION_WORKERS, name="dra",
-            also=[(registration_socket, "registration")])
+            also=[(registration_socket, "registration")], interceptors=interceptors)
         self.registration_socket = self._server.paths[1]
         log.info(
             "kubelet plugin for %s: DRA socket %s, registration socket %s, services %s",
@@ -140,12 +142,14 @@ def start_kubelet_plugin(
     serialize: bool = True,
     lock_file: str | None = None,
     max_workers: int = DRA_WORKERS,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
 ) -> KubeletPlugin:
     """Serve DRAPlugin v1 + v1beta1 (and DRAResourceHealth v1alpha1 + v1 when `health`
     is given) on `dra_socket`, then the registration service on `registration_socket`.
 
     serialize: run one prepare/unprepare at a time, as the Go helper does by default;
     lock_file: also flock this file around each call (rolling updates: two instances).
+    interceptors: see every call on both sockets (`driver.kubelet.call_counts`).
     Raises SocketPathError when a path is unusable; nothing is left running then.
     """
     return KubeletPlugin(
@@ -157,4 +161,5 @@ def start_kubelet_plugin(
         serialize=serialize,
         lock_file=lock_file,
         max_workers=max_workers,
+        interceptors=interceptors,
     )

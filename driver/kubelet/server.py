@@ -150,13 +150,14 @@ class UnixSocketServer:
         max_workers: int = 8,
         name: str = "grpc",
         also: Sequence[tuple[str, str]] = (),
+        interceptors: Sequence[grpc.ServerInterceptor] = (),
     ) -> None:
         """Start serving; see `start_unix_server`."""
         self._sockets = [_Socket(path, name), *(_Socket(p, n) for p, n in also)]
         self.path = self._sockets[0].path
         self.paths = tuple(sock.path for sock in self._sockets)
         self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"simdra-{name}")
-        self._server = grpc.server(self._executor)
+        self._server = grpc.server(self._executor, interceptors=list(interceptors) or None)
         try:
             register(self._server)
             for sock in self._sockets:
@@ -196,13 +197,15 @@ def start_unix_server(
     max_workers: int = 8,
     name: str = "grpc",
     also: Sequence[tuple[str, str]] = (),
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
 ) -> UnixSocketServer:
     """Start a gRPC server on the unix socket `path`, and on each `(path, name)` of
     `also` (the same services on each).
 
-    `register` adds the servicers to the grpc.Server before it starts. Creates the
-    parent directories, replaces stale sockets, refuses a non-socket file at a path
-    (SocketPathError) and returns once the socket at `path`, then each of `also`,
-    accepts calls.
+    `register` adds the servicers to the grpc.Server before it starts; `interceptors`
+    see every call (`driver.kubelet.call_counts`). Creates the parent directories,
+    replaces stale sockets, refuses a non-socket file at a path (SocketPathError) and
+    returns once the socket at `path`, then each of `also`, accepts calls.
     """
-    return UnixSocketServer(path, register, max_workers=max_workers, name=name, also=also)
+    return UnixSocketServer(path, register, max_workers=max_workers, name=name, also=also,
+                            interceptors=interceptors)

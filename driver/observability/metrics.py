@@ -7,22 +7,43 @@ global one), so a process, or a test, can build as many independent sets as it l
                                                           kubelet call (a batch of claims)
     simdra_prepare_total / simdra_unprepare_total         counter per claim, {result}:
                                                           "success" or "error"
+    simdra_kubelet_calls_total                            counter per call the kubelet made
+                                                          on the plugin's sockets, {service,
+                                                          method, code}: "v1.DRAPlugin",
+                                                          "NodePrepareResources", "OK" (see
+                                                          driver.kubelet.call_counts); the
+                                                          DRAPlugin methods at 0 from start
     simdra_reconciled_claims_total                        counter per claim unprepared by
                                                           reconciliation, {reason}
     simdra_reconcile_claim_reads_total                    counter per claim reconciliation
                                                           read from the API server, {result}:
                                                           "found", "gone" or "failed"
+    simdra_reconcile_kept_claims_total                    counter per claim that looked
+                                                          leaked long enough to be freed and
+                                                          was kept, {why}: "in_use" (the
+                                                          kubelet lists a pod using it),
+                                                          "kubelet_unknown", "report_only";
+                                                          once per claim and why
+    simdra_reconcile_leaked_claims                        gauge: records that look leaked as
+                                                          of the last check
+    simdra_reconcile_brakes_total                         counter per check that found too
+                                                          many records leaked at once and
+                                                          freed none
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from driver.claims.reconcile_plan import READ_RESULTS, REASONS
+from driver.claims.reconciler import KEPT_WHY, ReconcileReports
 from driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
+from driver.kubelet.call_counts import KubeletCalls
 
 SUCCESS, ERROR = "success", "error"
 # Prepare spans an API read, fsyncs and CDI writes: milliseconds to tens of seconds.
@@ -52,6 +73,10 @@ class PluginMetrics:
         self.unprepare_total = self._counter(
             "simdra_unprepare", "Claims unprepared, by result (success or error)",
             "result", (SUCCESS, ERROR))
+        self._reconcile_instruments()
+
+    def _reconcile_instruments(self) -> None:
+        """Reconciliation's: claims freed, reads, claims kept, leaked records, brakes."""
         self.reconciled_total = self._counter(
             "simdra_reconciled_claims",
             "Claims the kubelet would never unprepare, unprepared by reconciliation, by "
@@ -62,6 +87,24 @@ class PluginMetrics:
             "Claims reconciliation read from the API server (one GET each), by result "
             "(found, gone or failed)",
             "result", READ_RESULTS)
+        self.reconcile_kept_total = self._counter(
+            "simdra_reconcile_kept_claims",
+            "Claims that looked leaked long enough to be freed and were kept, by why "
+            "(in_use, kubelet_unknown, report_only); once per claim and why",
+            "why", KEPT_WHY)
+        self.reconcile_leaked = Gauge(
+            "simdra_reconcile_leaked_claims",
+            "Prepared claims that look leaked (the kubelet will never unprepare them) as "
+            "of the last reconciliation check", registry=self.registry)
+        self.reconcile_brakes_total = Counter(
+            "simdra_reconcile_brakes",
+            "Reconciliation checks that found too many claims leaked at once and freed none",
+            registry=self.registry)
+
+    def add_kubelet_calls(self, calls: KubeletCalls) -> None:
+        """Serve simdra_kubelet_calls_total from `calls`, which the kubelet's sockets have
+        counted into since before these metrics existed."""
+        self.registry.register(KubeletCallsCollector(calls))
 
     def _counter(self, name: str, doc: str, label: str, values: Iterable[str]) -> Counter:
         """A counter with one label, each of `values` present at 0 before its first count."""
@@ -77,6 +120,31 @@ class PluginMetrics:
     def reconcile_read(self, result: str) -> None:
         """Count one claim read by reconciliation."""
         self.reconcile_reads_total.labels(result=result).inc()
+
+    def reconcile_reports(self) -> ReconcileReports:
+        """The reconciler's reports that these metrics count (no Events)."""
+        return ReconcileReports(
+            freed=self.reconciled, read=self.reconcile_read,
+            kept=lambda _ref, _reason, why: self.reconcile_kept_total.labels(why=why).inc(),
+            braked=lambda _leaked: self.reconcile_brakes_total.inc(),
+            leaked=self.reconcile_leaked.set)
+
+
+class KubeletCallsCollector(Collector):
+    """simdra_kubelet_calls_total, read from a `KubeletCalls` at each scrape."""
+
+    def __init__(self, calls: KubeletCalls) -> None:
+        self._calls = calls
+
+    def collect(self) -> Iterator[Metric]:
+        """One sample per (service, method, code) counted so far."""
+        family = CounterMetricFamily(
+            "simdra_kubelet_calls",
+            "Calls the kubelet made on the plugin's sockets, by service, method and gRPC "
+            "status code", labels=("service", "method", "code"))
+        for (service, method, code), count in sorted(self._calls.snapshot().items()):
+            family.add_metric((service, method, code), count)
+        yield family
 
 
 def count_results(

@@ -183,7 +183,9 @@ def _unprepare(cluster: LocalCluster, refs: list[ClaimRef]) -> None:
 def _stop(cluster: LocalCluster, plugin: PluginProcess) -> None:
     _title("8. Plugin stopped with SIGTERM")
     code = plugin.stop(signal.SIGTERM)
-    sockets = sorted(str(p) for p in cluster.workdir.rglob("*.sock"))
+    # The plugin's sockets only: the kubelet's own (PodResources) stays while it runs.
+    sockets = sorted(str(p) for d in (cluster.registrar_dir, cluster.plugins_dir)
+                     for p in d.rglob("*.sock"))
     print(f"exit code {code}; sockets left: {sockets or 'none'}")
     if code != 0 or sockets:
         raise RuntimeError("the plugin did not shut down cleanly")
