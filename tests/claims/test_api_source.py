@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -14,6 +13,7 @@ from driver.kubeapi import ClusterAccess, RestClient
 from driver.kubeapi.access import TokenFile
 
 from .builders import fixture_claim
+from .http_stub import serving
 
 PATH = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
 
@@ -60,15 +60,8 @@ def source(api_client):
 @pytest.fixture
 def url():
     _Handler.token = None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_Handler) as base:
+        yield base
 
 
 @pytest.fixture

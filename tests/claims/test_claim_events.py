@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import kubernetes_validate
 import pytest
@@ -17,6 +16,7 @@ from driver.claims.claim_events import ApiClaimEvents, claim_event
 from driver.kubeapi import ClusterAccess, RestClient
 
 from .builders import claim
+from .http_stub import serving
 
 UID = "aaaaaaaa-0000-4000-8000-000000000001"
 
@@ -44,17 +44,8 @@ class _Events(BaseHTTPRequestHandler):
 @pytest.fixture
 def client():
     _Events.posted, _Events.status = [], 201
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Events)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        with RestClient(ClusterAccess(server=f"http://127.0.0.1:{server.server_address[1]}")) \
-                as rest:
-            yield rest
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_Events) as url, RestClient(ClusterAccess(server=url)) as rest:
+        yield rest
 
 
 def test_the_event_is_valid_for_the_api_server_and_names_the_claim() -> None:

@@ -12,6 +12,7 @@ also after a failed start; each failure names the component and its log file.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -47,6 +48,12 @@ RUNTIME_CONFIG = ",".join(
 ADMIN_TOKEN = "simdra-e2e-admin-token"  # loopback only; the cluster lives for one run
 NODE_TOKEN_PREFIX = "simdra-e2e-node-token-"
 START_TIMEOUT = 90.0
+# How long the scheduler waits in PreBind for a device's binding conditions before it gives
+# up and clears the allocation (DynamicResourcesArgs.bindingTimeout; default 600 s). Short
+# here so that the timeout scenario (node_scenarios/test_binding_conditions.py) sees the
+# scheduler give up within a minute; still ten times the few seconds a scenario that plays
+# the attaching controller takes to set the condition after BindingConditionsPending.
+BINDING_TIMEOUT_SECONDS = 30
 
 
 class ComponentError(RuntimeError):
@@ -185,6 +192,8 @@ class ControlPlane:
         self.kubeconfig = self.workdir / "admin.kubeconfig"
         self._api_client: client.ApiClient | None = None
         self._features: dict[str, bool] | None = None
+        # The scheduler's bindingTimeout when this run set it (see _scheduler_config).
+        self.binding_timeout: int | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -369,9 +378,36 @@ class ControlPlane:
         self._wait(cm, lambda: _https_ok(f"https://127.0.0.1:{port}/healthz"),
                    "kube-controller-manager /healthz")
 
+    def _scheduler_config(self) -> list[str]:
+        """`--config` with DynamicResources' bindingTimeout set to BINDING_TIMEOUT_SECONDS
+        where the release takes it (1.35+, with DRADeviceBindingConditions and
+        DRAResourceClaimDeviceStatus on; it refuses the field otherwise); nothing else."""
+        features = self.features()  # the API server's: the same release and gates
+        if self.minor() < 35 or not (features.get("DRADeviceBindingConditions")
+                                     and features.get("DRAResourceClaimDeviceStatus")):
+            return []
+        path = self.workdir / "kube-scheduler-config.yaml"
+        path.write_text(json.dumps({  # JSON is YAML
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            # With --config the scheduler ignores --kubeconfig: it goes here.
+            "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [{
+                    "name": "DynamicResources",
+                    "args": {"bindingTimeout": f"{BINDING_TIMEOUT_SECONDS}s"},
+                }],
+            }],
+        }, indent=2))
+        self.binding_timeout = BINDING_TIMEOUT_SECONDS
+        return ["--config", str(path)]
+
     def _start_scheduler(self, gates: str) -> None:
         port = free_port()
         scheduler = self._component("kube-scheduler", [
+            *self._scheduler_config(),
             "--kubeconfig", str(self.kubeconfig),
             "--authentication-kubeconfig", str(self.kubeconfig),
             "--authorization-kubeconfig", str(self.kubeconfig),

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -211,6 +212,9 @@ class PluginDeployment:
     workdir: Path
     tag: str = "e2e"
     inventory: str | None = None  # replaces the inventory file of fake-inventory
+    # A strategic merge patch of the DaemonSet's pod template spec (env, volumes), on top
+    # of the overlay: e.g. the sysfs overlay pointed at a simulated tree.
+    pod_patch: JSON | None = None
 
     @property
     def kustomization(self) -> Path:
@@ -231,7 +235,19 @@ class PluginDeployment:
             "      - op: add\n        path: /spec/template/spec/nodeSelector\n"
             f'        value: {{{NODE_LABEL}: "true"}}\n'
             + self._inventory_patches()
+            + self._pod_patch()
         )
+
+    def _pod_patch(self) -> str:
+        if self.pod_patch is None:
+            return ""
+        daemonset = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "simdra-kubelet-plugin", "namespace": PLUGIN_NAMESPACE},
+            "spec": {"template": {"spec": self.pod_patch}},
+        }
+        return f"  - patch: {json.dumps(json.dumps(daemonset))}\n"
 
     def _inventory_patches(self) -> str:
         """With `inventory`: the ConfigMap's file replaced, and its hash in the pod
@@ -303,17 +319,19 @@ class PluginDeployment:
         return "; ".join(parts) or "no plugin pods"
 
     @contextlib.contextmanager
-    def using(self, overlay: str, inventory: str | None = None) -> Iterator[None]:
+    def using(self, overlay: str, inventory: str | None = None,
+              pod_patch: JSON | None = None) -> Iterator[None]:
         """Switch the DaemonSet to another overlay (a rolling update; `inventory`: its
-        inventory file instead of the overlay's) and back after, when the node publishes
-        the devices it had before again."""
+        inventory file instead of the overlay's; `pod_patch`: see the field) and back
+        after, when the node publishes the devices it had before again."""
         before, before_inventory, devices = self.overlay, self.inventory, self.devices()
-        self.overlay, self.inventory = overlay, inventory
+        before_patch = self.pod_patch
+        self.overlay, self.inventory, self.pod_patch = overlay, inventory, pod_patch
         self.apply_and_roll()
         try:
             yield
         finally:
-            self.overlay, self.inventory = before, before_inventory
+            self.overlay, self.inventory, self.pod_patch = before, before_inventory, before_patch
             self.apply_and_roll()
             self.wait_devices(devices)
 
@@ -372,6 +390,15 @@ class PluginDeployment:
         """The Ready plugin pod's log."""
         [pod] = self.ready_pods()
         return self.cp.kubectl("logs", "-n", PLUGIN_NAMESPACE, pod["metadata"]["name"]).stdout
+
+    def metrics(self) -> str:
+        """The Ready plugin pod's metrics page (the DaemonSet's METRICS_PORT, 9400)."""
+        return self.exec("python", "-c", _FETCH_METRICS)
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        """The sum of the series of metric `name` whose labels include `labels`; None
+        when the plugin exposes no such series."""
+        return metric_sum(self.metrics(), name, **labels)
 
     def prepares_of(self, claim: JSON) -> int:
         """How often the Ready plugin pod did the work of preparing `claim` (its
@@ -436,6 +463,28 @@ def wait(
         except Exception as exc:  # the detail is best effort
             extra = f": ({exc})"
     raise AssertionError(f"{what}: not within {timeout:.0f} s{extra} (log: {log})")
+
+
+_FETCH_METRICS = (
+    "import urllib.request; "
+    "print(urllib.request.urlopen('http://127.0.0.1:9400/metrics', timeout=10).read().decode())"
+)
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float | None:
+    """The sum of the samples of `name` in a Prometheus text page whose labels include
+    `labels`; None when there is none."""
+    total = None
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None or match[1] != name:
+            continue
+        found = dict(_LABEL.findall(match[2] or ""))
+        if all(found.get(k) == v for k, v in labels.items()):
+            total = (total or 0.0) + float(match[3])
+    return total
 
 
 def _pod_ready(pod: JSON) -> bool:

@@ -1,18 +1,24 @@
-"""Admin access on the real node: a claim with adminAccess gets a device another pod's
-claim already holds (monitoring reserves nothing), both pods run, and the admin
-container sees the device, marked as admin access."""
+"""Admin access on the real node: the API server admits a claim with adminAccess only in
+a namespace labelled for it; there such a claim gets a device another pod's claim
+already holds (monitoring reserves nothing), both pods run, and the admin container sees
+the device, marked as admin access."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from ..realnode import NAMESPACE, Kube, allocated, exact_request, require_feature, unit_env
 
 GPU = "gpu.dra.example.com"
 ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 GPU_5 = 'device.attributes["dra.example.com"].index == 5'
+# kube-apiserver's refusal (pkg/registry/resource AuthorizedForAdmin, 1.33+).
+REFUSAL = (f"admin access to devices requires the `{ADMIN_LABEL}: true` label on the "
+           "containing namespace")
 
 
 @pytest.fixture
@@ -50,3 +56,38 @@ def test_node_admin_access_shares_a_used_device(kube: Kube, admin_namespace: Non
     assert (kube.get_pod("owner") or {}).get("status", {}).get("phase") == "Running"
     [own] = unit_env(kube.env("owner")).values()
     assert own["NAME"] == "gpu-5" and "ADMIN_ACCESS" not in own
+
+
+def _refused(create: Callable[[], object]) -> str:
+    """Call `create`; it must be refused as invalid; the refusal's message."""
+    with pytest.raises(ApiException) as refused:
+        create()
+    body = json.loads(refused.value.body)
+    assert (refused.value.status, body.get("reason")) == (422, "Invalid"), body
+    return str(body.get("message"))
+
+
+def test_node_admin_access_refused_without_namespace_label(kube: Kube) -> None:
+    """In NAMESPACE without the admin-access label the API server refuses a claim and a
+    claim template that ask for adminAccess, naming the field and the label; once the
+    namespace has the label it admits the very same claim."""
+    require_feature(kube.cp, "DRAAdminAccess")
+    labels = kube.core.read_namespace(NAMESPACE).metadata.labels or {}
+    assert ADMIN_LABEL not in labels, f"{NAMESPACE} is labelled {ADMIN_LABEL} already"
+    requests = [exact_request("dev", GPU, GPU_5, adminAccess=True)]
+
+    for what, create in (
+        ("ResourceClaim", lambda: kube.claim("admin-unlabelled", requests)),
+        ("ResourceClaimTemplate", lambda: kube.claim_template("admin-unlabelled", requests)),
+    ):
+        message = _refused(create)
+        assert REFUSAL in message and "requests[0].adminAccess" in message, (what, message)
+    assert not kube.resource.list_namespaced_resource_claim(NAMESPACE).items
+    assert not kube.resource.list_namespaced_resource_claim_template(NAMESPACE).items
+
+    kube.cp.kubectl("label", "namespace", NAMESPACE, f"{ADMIN_LABEL}=true", "--overwrite")
+    try:
+        claim = kube.claim("admin-unlabelled", requests)
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] is True
+    finally:
+        kube.cp.kubectl("label", "namespace", NAMESPACE, f"{ADMIN_LABEL}-")

@@ -3,28 +3,55 @@ start, and an install with helm instead of kustomize."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
 from .. import realnode
 from ..realnode import (
+    JSON,
+    NAMESPACE,
     Kube,
     PluginDeployment,
     allocated,
     cdi_files,
+    exact_request,
+    slice_device,
     spec_file,
     unit_env,
     wait,
 )
 
+GPU = "gpu.dra.example.com"
+
+
+def _give_same_device(kube: Kube, name: str, held: JSON) -> JSON:
+    """Claim `name`, pinned to the device of claim `held` by its published `index` (CEL
+    sees no device names), given `held`'s very allocation: what a scheduler working
+    from a stale view would write. The API server and the scheduler take it (neither
+    checks one claim's devices against another's); only the plugin's ledger can refuse."""
+    [result] = allocated(held)
+    device = slice_device(kube.cp, kube.node.name, result["device"])
+    assert device is not None, f"device {result['device']} is not published"
+    index = int(device["attributes"]["index"]["int"])
+    kube.claim(name, [exact_request(
+        "dev", GPU, f'device.attributes["{realnode.DRIVER}"].index == {index}')])
+    allocation = held["status"]["allocation"]
+    kube.cp.kubectl("patch", "resourceclaim", name, "-n", NAMESPACE, "--subresource=status",
+                    "--type=merge", "-p", json.dumps({"status": {"allocation": allocation}}))
+    return kube.read_claim(name)
+
 
 def test_node_plugin_pod_deleted_restarts(kube: Kube, plugin: PluginDeployment) -> None:
     """d. `kubectl delete pod` of the plugin: the DaemonSet starts a new one, the running
-    pod keeps its device, and a new pod still starts."""
-    kube.template("gpu-d", "gpu.dra.example.com")
+    pod keeps its device, the new instance still holds that device in its ledger (a
+    second claim given the same exclusive GPU is refused at prepare, naming the device
+    and the holder, and its pod waits), and a new pod still starts."""
+    kube.template("gpu-d", GPU)
     kube.pod("before", "gpu-d")
     before = kube.wait_running("before")
     claim = kube.claim_of(before)
+    [result] = allocated(claim)
     old = {p["metadata"]["uid"] for p in plugin.pods()}
     [old_name] = [p["metadata"]["name"] for p in plugin.pods()]
     plugin.cp.kubectl("delete", "pod", "-n", realnode.PLUGIN_NAMESPACE, old_name, "--wait=false")
@@ -33,11 +60,32 @@ def test_node_plugin_pod_deleted_restarts(kube: Kube, plugin: PluginDeployment) 
     still = kube.get_pod("before") or {}
     assert still.get("status", {}).get("phase") == "Running"
     assert spec_file(claim) in cdi_files()
+
+    # Made after the roll: whatever prepares it is the new instance.
+    same = _give_same_device(kube, "gpu-same", claim)
+    kube.create_pod("intruder", [realnode.container("app", [{"name": "dev"}])],
+                    [{"name": "dev", "resourceClaimName": "gpu-same"}])
+    where = f"{result['pool']}/{result['device']}"
+    uid = claim["metadata"]["uid"]
+
+    def refused() -> bool:
+        return any(f.startswith("intruder:") and where in f and uid in f
+                   for f in kube.failed_prepares())
+
+    wait(f"new plugin instance refuses gpu-same: {where} still held for claim {uid}",
+         refused, 90, kube.node.kubelet_log,
+         lambda: f"{kube.pod_summary('intruder')}; failed prepares {kube.failed_prepares()}")
+    assert (kube.get_pod("intruder") or {}).get("status", {}).get("phase") == "Pending"
+    assert spec_file(same) not in cdi_files(), "the refused claim was prepared"
+    assert (kube.get_pod("before") or {}).get("status", {}).get("phase") == "Running"
+    [own] = unit_env(kube.env("before")).values()
+    assert (own["NAME"], own["CLAIM_UID"]) == (result["device"], uid)
+
     kube.pod("after", "gpu-d")
     after = kube.wait_running("after")
     [unit] = unit_env(kube.env("after")).values()
     assert unit["CLAIM_UID"] == kube.claim_of(after)["metadata"]["uid"]
-    assert unit["NAME"] != unit_env(kube.env("before")).popitem()[1]["NAME"]
+    assert unit["NAME"] != result["device"]
 
 
 def test_node_rolling_update_while_pods_start(kube: Kube, plugin: PluginDeployment) -> None:

@@ -1,37 +1,45 @@
-"""Reconciliation on the real node: the kubelet loses its DRA state while its pod is
-deleted, so nothing will ever unprepare the pod's claim; the plugin finds the claim gone
-from the API, unprepares it, and a new pod gets the very same device."""
+"""Reconciliation on the real node, in free mode at its shortest settings: the kubelet
+loses its DRA state while its pod is deleted, so nothing will ever unprepare the pod's
+claim; the plugin finds the claim gone from the API, the kubelet's PodResources API
+lists no pod using it, so it unprepares it and a new pod gets the very same device. A
+claim that vanishes from the API while its pod still runs is kept, device and all."""
 
 from __future__ import annotations
 
 import contextlib
-import re
+import json
 from collections.abc import Iterator
 
 from .. import realnode
 from ..realnode import (
+    JSON,
     NAMESPACE,
     Kube,
     PluginDeployment,
     allocated,
     cdi_files,
+    container,
+    plugin_usage,
+    request,
     spec_file,
     unit_env,
     wait,
 )
 
+GPU = "gpu.dra.example.com"
 DAEMONSET = "daemonset/simdra-kubelet-plugin"
-# Checks every 2 s, a leak acted on after 10 s: short for the test, the same rules.
-RECONCILE_ENV = {"RECONCILE_INTERVAL": "2", "RECONCILE_GRACE": "10"}
-METRICS = (
-    "import urllib.request; "
-    "print(urllib.request.urlopen('http://127.0.0.1:9400/metrics', timeout=10).read().decode())"
-)
+# Checks every 2 s; a leak is acted on after 30 s (the shortest grace allowed), that is
+# after ceil(30 / 2) + 1 = 16 checks in a row, and freed only when the kubelet agrees.
+RECONCILE_ENV = {"RECONCILE_MODE": "free", "RECONCILE_INTERVAL": "2", "RECONCILE_GRACE": "30"}
+CHECKS_NEEDED = 16
+KEPT = "simdra_reconcile_kept_claims_total"
+READS = "simdra_reconcile_claim_reads_total"
 
 
 @contextlib.contextmanager
 def _reconciling(plugin: PluginDeployment) -> Iterator[None]:
-    """The DaemonSet with RECONCILE_ENV (a rolling update), and without it after."""
+    """The DaemonSet with RECONCILE_ENV (a rolling update), and its own values after."""
+    env = _daemonset_env(plugin)
     old = {p["metadata"]["uid"] for p in plugin.pods()}
     pairs = [f"{k}={v}" for k, v in RECONCILE_ENV.items()]
     plugin.cp.kubectl("set", "env", "-n", realnode.PLUGIN_NAMESPACE, DAEMONSET, *pairs)
@@ -40,9 +48,18 @@ def _reconciling(plugin: PluginDeployment) -> Iterator[None]:
         yield
     finally:
         old = {p["metadata"]["uid"] for p in plugin.pods()}
-        unset = [f"{k}-" for k in RECONCILE_ENV]
-        plugin.cp.kubectl("set", "env", "-n", realnode.PLUGIN_NAMESPACE, DAEMONSET, *unset)
+        back = [f"{k}={env[k]}" if k in env else f"{k}-" for k in RECONCILE_ENV]
+        plugin.cp.kubectl("set", "env", "-n", realnode.PLUGIN_NAMESPACE, DAEMONSET, *back)
         plugin.wait_rolled(old)
+
+
+def _daemonset_env(plugin: PluginDeployment) -> dict[str, str]:
+    """The plugin container's plain env values in the DaemonSet now."""
+    found = json.loads(plugin.cp.kubectl(
+        "get", "-n", realnode.PLUGIN_NAMESPACE, DAEMONSET, "-o", "json").stdout)
+    [plugin_container] = [c for c in found["spec"]["template"]["spec"]["containers"]
+                          if c["name"] == "plugin"]
+    return {e["name"]: e["value"] for e in plugin_container.get("env") or [] if "value" in e}
 
 
 def _index_of(plugin: PluginDeployment, pool: str, device: str) -> int:
@@ -91,10 +108,8 @@ def test_node_reconcile_frees_a_claim_the_kubelet_forgot(
                  if "reconcile: unprepared" in line and uid in line]
         assert len(lines) == 1 and f"{NAMESPACE}/{claim['metadata']['name']}" in lines[0]
         assert "claim_deleted" in lines[0], lines
-        metrics = plugin.exec("python", "-c", METRICS)
-        counted = re.search(r'^simdra_reconciled_claims_total\{reason="claim_deleted"\} (\S+)$',
-                            metrics, re.MULTILINE)
-        assert counted and float(counted.group(1)) >= 1.0, metrics[-800:]
+        freed = plugin.metric("simdra_reconciled_claims_total", reason="claim_deleted")
+        assert freed is not None and freed >= 1.0, freed
 
         # CEL sees no device names: pin the new claim by the device's index attribute.
         index = _index_of(plugin, result["pool"], result["device"])
@@ -106,3 +121,99 @@ def test_node_reconcile_frees_a_claim_the_kubelet_forgot(
         assert unit["NAME"] == result["device"]
         assert unit["CLAIM_UID"] == kube.claim_of(pod)["metadata"]["uid"]
         assert [f for f in kube.failed_prepares() if f.startswith("reuser:")] == []
+
+
+def _holders(device: str) -> list[str]:
+    """Claim UIDs the plugin's ledger holds `device` for."""
+    return [h["claim"]["uid"] for d in plugin_usage()["devices"] if d["device"] == device
+            for h in d["holders"]]
+
+
+def _refusals(kube: Kube, pod: str) -> tuple[int, list[str]]:
+    """How many prepares of the pod's claims failed (the kubelet's events, counted as it
+    aggregates repeats), and their messages."""
+    events = kube.core.list_namespaced_event(
+        NAMESPACE, field_selector=f"involvedObject.name={pod},reason=FailedPrepareDynamicResources"
+    ).items
+    return sum(e.count or 1 for e in events), [e.message for e in events]
+
+
+def _containers(kube: Kube, name: str) -> list[tuple[str, int, bool]]:
+    """ID, restarts and running state of each of the pod's containers."""
+    statuses = (kube.get_pod(name) or {}).get("status", {}).get("containerStatuses") or []
+    return [(s.get("containerID", ""), s.get("restartCount", 0),
+             "running" in (s.get("state") or {})) for s in statuses]
+
+
+def _seem_gone(kube: Kube, claim: JSON) -> None:
+    """Delete the claim and remove its finalizer, so that the API server drops it at once
+    although a running pod still has it reserved (the pod runs on: the kubelet does not
+    look at a claim again once its pod started)."""
+    uid, name = claim["metadata"]["uid"], claim["metadata"]["name"]
+    kube.resource.delete_namespaced_resource_claim(name, NAMESPACE)
+    kube.cp.kubectl("patch", "resourceclaim", name, "-n", NAMESPACE, "--type=merge",
+                    "-p", json.dumps({"metadata": {"finalizers": None}}))
+    wait(f"claim {name} ({uid}) gone from the API server", lambda: _claim_gone(kube, uid), 30,
+         kube.node.kubelet_log)
+
+
+def test_node_reconcile_keeps_a_claim_its_running_pod_uses(
+        kube: Kube, plugin: PluginDeployment) -> None:
+    """A running pod's claim is made to look gone (finalizer removed, claim deleted; the
+    pod runs on). In free mode the plugin, once the leak has lasted the checks it needs,
+    asks the kubelet, which lists the pod as using the claim: the claim is kept (counted
+    as kept{why=in_use}, logged once), and stays so for another full round of checks,
+    with its CDI spec, ledger entry and device; a second claim pinned to that exclusive
+    GPU, which the scheduler now thinks free, is refused at prepare naming the device
+    and the holder, again on the kubelet's retry, and its pod never runs."""
+    with _reconciling(plugin):
+        kube.claim("held", [request("dev", GPU)])
+        kube.create_pod("holder", [container("app", [{"name": "dev"}])],
+                        [{"name": "dev", "resourceClaimName": "held"}])
+        kube.wait_running("holder")
+        claim = kube.read_claim("held")
+        uid = claim["metadata"]["uid"]
+        [result] = allocated(claim)
+        device, where = result["device"], f"{result['pool']}/{result['device']}"
+        assert spec_file(claim) in cdi_files() and _holders(device) == [uid]
+        running = _containers(kube, "holder")
+        kept_before = plugin.metric(KEPT, why="in_use")
+        assert kept_before is not None, f"{KEPT}{{why=in_use}} not exposed"
+
+        _seem_gone(kube, claim)
+        # CEL sees no device names: pin the new claim by the device's index attribute.
+        index = _index_of(plugin, result["pool"], device)
+        kube.template("gpu-taken", GPU,
+                      selector=f'device.attributes["{realnode.DRIVER}"].index == {index}')
+        kube.pod("intruder", "gpu-taken")
+        wait(f"plugin keeps claim held ({uid}): {KEPT}{{why=in_use}} counted",
+             lambda: (plugin.metric(KEPT, why="in_use") or 0.0) > kept_before, 150,
+             kube.node.kubelet_log, lambda: plugin.logs()[-1500:])
+        reads = plugin.metric(READS, result="gone") or 0.0
+        # A second refusal: the kubelet retried the prepare (its pod sync backs off 10 s,
+        # then 20 s), and the device was still held then.
+        wait(f"the kubelet's prepare of intruder's claim refused twice: {where} held by {uid}",
+             lambda: _refusals(kube, "intruder")[0] >= 2, 90, kube.node.kubelet_log,
+             lambda: f"{kube.pod_summary('intruder')}; {_refusals(kube, 'intruder')}")
+        # Every check reads the claim of a suspect: these many more gone reads are at
+        # least as many checks again as a leak needs, each of which found it in use.
+        wait(f"{CHECKS_NEEDED} more checks after the claim was kept",
+             lambda: (plugin.metric(READS, result="gone") or 0.0) >= reads + CHECKS_NEEDED,
+             120, kube.node.kubelet_log)
+
+        _, messages = _refusals(kube, "intruder")
+        assert messages and all(where in m and uid in m for m in messages), messages
+        intruder = kube.get_pod("intruder") or {}
+        assert intruder["status"]["phase"] == "Pending", kube.pod_summary("intruder")
+        assert not any(up for _, _, up in _containers(kube, "intruder"))
+        assert spec_file(kube.claim_of(intruder)) not in cdi_files()
+        assert spec_file(claim) in cdi_files(), "the CDI spec of the claim in use was removed"
+        assert _holders(device) == [uid], "the ledger let go of the device in use"
+        assert _containers(kube, "holder") == running, "the holder's container changed"
+        [unit] = unit_env(kube.env("holder")).values()
+        assert (unit["NAME"], unit["CLAIM_UID"]) == (device, uid)
+        log = plugin.logs().splitlines()
+        kept = [line for line in log if "reconcile: kept" in line and uid in line]
+        assert len(kept) == 1 and f"{NAMESPACE}/held" in kept[0], kept
+        assert "claim_deleted" in kept[0] and "still uses it" in kept[0], kept[0]
+        assert not [line for line in log if "reconcile: unprepared" in line and uid in line]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import realnode, releases
 from ..realnode import (
     DATA_DIR,
+    JSON,
     Kube,
     PluginDeployment,
     wait,
@@ -41,9 +42,34 @@ def test_node_claim_status_overlay_fills_devices(kube: Kube, plugin: PluginDeplo
         kube.delete_all()
 
 
+def _device_health(kube: Kube, pod: str) -> list[JSON]:
+    """The resources of the pod's first container's allocatedResourcesStatus."""
+    st = (kube.get_pod(pod) or {}).get("status", {})
+    statuses = (st.get("containerStatuses") or [{}])[0].get("allocatedResourcesStatus") or []
+    return [r for s in statuses for r in s.get("resources") or []]
+
+
+def _wait_health(kube: Kube, pod: str, claim: JSON, device: str, health: str) -> JSON:
+    """Wait until the pod's status shows the claim's `device` as `health`; its entry."""
+    # The resourceID is the device's CDI ID in the claim's spec: <claim UID>-<device>.
+    resource = f"k8s.dra.example.com/device={claim['metadata']['uid']}-{device}"
+    seen: list[JSON] = []
+
+    def shown() -> bool:
+        seen[:] = _device_health(kube, pod)
+        return any(r.get("health") == health and r["resourceID"] == resource for r in seen)
+
+    wait(f"pod {pod} shows {device} {health}", shown, 90, kube.node.kubelet_log,
+         lambda: str(seen))
+    [res] = [r for r in seen if r["resourceID"] == resource]
+    return res
+
+
 def test_node_fault_shows_in_pod_status(kube: Kube, plugin: PluginDeployment) -> None:
-    """f. `simdra fault DEVICE unhealthy` in the plugin pod: the pod using the device
-    shows it Unhealthy in status.containerStatuses[].allocatedResourcesStatus."""
+    """f. The pod using a device shows it Healthy in
+    status.containerStatuses[].allocatedResourcesStatus; `simdra fault DEVICE unhealthy`
+    in the plugin pod turns it Unhealthy there (with the fault's message where the release
+    shows messages), and `simdra fault DEVICE healthy` turns it Healthy again."""
     realnode.require_feature(kube.cp, "ResourceHealthStatus")
     templated = releases.health_names_generated_claims(kube.cp)
     if templated:
@@ -57,27 +83,18 @@ def test_node_fault_shows_in_pod_status(kube: Kube, plugin: PluginDeployment) ->
     claim = kube.claim_of(pod) if templated else kube.read_claim("gpu-f")
     [result] = claim["status"]["allocation"]["devices"]["results"]
     device = result["device"]
-    plugin.exec("simdra", "fault", "--plugin-dir", DATA_DIR, device, "unhealthy")
+    # Healthy before the fault, so that Healthy after it shows the repair, not a default.
+    _wait_health(kube, "health-pod", claim, device, "Healthy")
+    message = "e2e: ECC error count over threshold"
+    fault = ("simdra", "fault", "--plugin-dir", DATA_DIR)
+    plugin.exec(*fault, device, "unhealthy", "--message", message)
     try:
-        health: list = []
-
-        def shown() -> bool:
-            st = (kube.get_pod("health-pod") or {}).get("status", {})
-            statuses = (st.get("containerStatuses") or [{}])[0].get(
-                "allocatedResourcesStatus"
-            ) or []
-            health[:] = [r for s in statuses for r in s.get("resources") or []]
-            return any(r.get("health") == "Unhealthy" for r in health)
-
-        wait(
-            f"pod health-pod shows {device} Unhealthy",
-            shown,
-            90,
-            kube.node.kubelet_log,
-            lambda: str(health),
-        )
-        [res] = [r for r in health if r.get("health") == "Unhealthy"]
-        assert res["resourceID"].startswith("k8s.dra.example.com/device=")
-        assert res["resourceID"].endswith(device)
+        sick = _wait_health(kube, "health-pod", claim, device, "Unhealthy")
+        if kube.cp.features().get("ResourceHealthStatusMessage"):
+            assert sick.get("message") == message, sick
+        plugin.exec(*fault, device, "healthy")
+        healed = _wait_health(kube, "health-pod", claim, device, "Healthy")
+        assert healed.get("message") != message, healed
+        assert (kube.get_pod("health-pod") or {})["status"]["phase"] == "Running"
     finally:
-        plugin.exec("simdra", "fault", "--plugin-dir", DATA_DIR, "reset")
+        plugin.exec(*fault, "reset")

@@ -1,157 +1,143 @@
-"""The sysfs backend on the node's real /sys.
-
-What it must publish is worked out here from the host's own facts, by rules written out
-again rather than imported from the driver: every display-class PCI function except the
-VGA functions of console vendors (BMC and emulated video), and every interface with a
-`device` link outside devices/virtual except loopback and the interfaces of the host's
-default routes (with those below them: bond slaves, bridge ports, VLAN parents).
-"""
+"""The sysfs backend on the real node, over a simulated GPU server (a sysfs tree, /dev and
+route tables built on the host: tests/e2e/inventories/sysfs_node.py), deployed with the
+sysfs overlay: what it publishes is what that tree implies, and what its CDI specs add
+(device nodes, and the mount a custom backend adds) reaches a container through the
+real kubelet, containerd and runc."""
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
+import json
+import uuid
 
+from kubernetes.client.rest import ApiException
+
+from ..inventories import sysfs_node
+from ..inventories.sysfs_node import NODES, SimulatedNode
 from ..realnode import (
+    CDI_ROOT,
+    NAMESPACE,
+    Kube,
     PluginDeployment,
+    allocated,
+    cdi_files,
     node_slices,
+    spec_file,
+    unit_env,
     wait,
 )
 
-SYS = Path("/sys")
-ROUTES = Path("/proc/1/net")  # the host's network namespace, which the pod reads too
-PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
-# VGA-compatible (class 0x0300) functions of these vendors are consoles, not GPUs: ASPEED,
-# Matrox, Huawei iBMC, Amazon EC2, QEMU/Bochs, QEMU QXL, Cirrus Logic, VMware.
-CONSOLE_VENDORS = {"0x1a03", "0x102b", "0x19e5", "0x1d0f", "0x1234", "0x1b36", "0x1013",
-                   "0x15ad"}
+GPU = "gpu.dra.example.com"
+# CEL sees no device names: the GPU with device nodes, by its standard PCI attribute.
+NODE_GPU = f'device.attributes["resource.kubernetes.io"].pciBusID == "{sysfs_node.NODE_GPU}"'
+DONE = "PROBE-DONE"
 
 
-def test_node_sysfs_overlay_publishes_the_hosts_gpus_and_nics_but_not_its_uplink(
-        plugin: PluginDeployment) -> None:
-    """h. The sysfs backend on the real /sys: the pod is Ready (registered), its pool is
-    published and accepted by the API server, with exactly the GPUs and NICs the host's
-    /sys and route tables call for; the start-up log names each device left out and why;
-    no errors logged."""
-    fake = re.compile(r"^(gpu|nic)-[0-9]+$")  # the fake profiles' device names
-    gpus, consoles = host_gpus()
-    nics, uplinks = host_nics()
-    with plugin.using("sysfs"):
-        slices: list = []
-
-        def republished() -> bool:
-            slices[:] = node_slices(plugin.cp, plugin.node.name)
-            names = [d["name"] for s in slices for d in s["spec"].get("devices") or []]
-            return bool(slices) and not any(fake.match(n) for n in names)
-
-        wait(
-            "sysfs plugin replaced the fake devices in the node's slices",
-            republished,
-            90,
-            plugin.node.kubelet_log,
-            lambda: str([d["name"] for s in slices for d in s["spec"].get("devices") or []]),
-        )
-        for s in slices:
-            assert s["spec"]["pool"]["resourceSliceCount"] == len(
-                [x for x in slices if x["spec"]["pool"]["name"] == s["spec"]["pool"]["name"]]
-            )
-        # The routes the pod reads are the host's, not those of the pod's own network.
-        seen = plugin.exec("python", "-c", "import os; print(open(os.environ['PROC_ROOT']"
-                           " + '/1/net/route').read())")
-        assert route_rows(seen) == route_rows(_read(ROUTES / "route") or "")
-        published = [d for s in slices for d in s["spec"].get("devices") or []]
-        assert published_gpus(published) == gpus
-        assert published_nics(published) == nics
+def test_node_sysfs_overlay_publishes_the_simulated_server(
+        kube: Kube, plugin: PluginDeployment) -> None:
+    """h. The sysfs overlay over the simulated tree: the node's slices publish exactly its
+    two GPUs and its fast NIC, with the attributes and capacities the tree implies; the
+    start-up log names the BMC display and the uplink NIC as left out, and no error;
+    a pod given the GPU that has DRM nodes sees them as the character devices they are
+    on the host (type, major:minor, mode)."""
+    with sysfs_node.deployed(plugin, "no backend mounts it") as hardware:
+        published = _wait_published(plugin)
+        assert {name: _values(d) for name, d in published.items()} == sysfs_node.PUBLISHED
+        assert {name: _capacity(d) for name, d in published.items()} == sysfs_node.CAPACITY
+        assert published["nic-enp94s0f1"].get("allowMultipleAllocations") is True
+        assert not any(d.get("allowMultipleAllocations") for n, d in published.items()
+                       if n.startswith("gpu-"))
         log = plugin.logs()
-    errors = [line for line in log.splitlines() if " ERROR " in line or "Traceback" in line]
-    assert errors == [], errors[:3]
-    left_out = [line for line in log.splitlines() if "not publishing" in line]
-    expected = [f"gpu {a}: console display" for a in consoles]
-    expected += [f"nic {name}: {why}" for name, why in uplinks.items()]
-    assert all(any(e in line for line in left_out) for e in expected), (expected, left_out)
-    assert bool(left_out) == bool(expected), left_out
+        errors = [line for line in log.splitlines() if " ERROR " in line or "Traceback" in line]
+        assert errors == [], errors[:3]
+        [left_out] = [line for line in log.splitlines() if "not publishing" in line]
+        assert all(item in left_out for item in sysfs_node.LEFT_OUT), left_out
+
+        claim, printed = _probe_pod(kube, "gpu-nodes", hardware)
+        assert printed["nodes"] == {n.path: n.stat_line() for n in NODES}
+        spec = json.loads((CDI_ROOT / spec_file(claim)).read_text())
+        [device] = spec["devices"]
+        hosts = {n["path"]: n.get("hostPath") for n in device["containerEdits"]["deviceNodes"]}
+        assert hosts == {n.path: f"{hardware.base}/dev{n.path.removeprefix('/dev')}"
+                         for n in NODES}
+        kube.delete_pod("gpu-nodes")  # before the fake overlay is back
 
 
-def host_gpus() -> tuple[dict[str, dict[str, str]], list[str]]:
-    """PCI address -> vendor and device id of each GPU to publish; console addresses."""
-    gpus, consoles = {}, []
-    for address in sorted(os.listdir(SYS / "bus/pci/devices")):
-        function = SYS / "bus/pci/devices" / address
-        class_code = int(_read(function / "class") or "0", 16)
-        if class_code >> 16 != 0x03:
-            continue
-        vendor = _read(function / "vendor")
-        if class_code >> 8 == 0x0300 and vendor in CONSOLE_VENDORS:
-            consoles.append(address)
-        else:
-            gpus[address] = {"vendorID": vendor, "deviceID": _read(function / "device")}
-    return gpus, consoles
+def test_node_sysfs_backend_mount_reaches_the_container(
+        kube: Kube, plugin: PluginDeployment) -> None:
+    """A custom backend (the sysfs backend plus a read-only bind mount of a host directory
+    for each GPU, inventories/mounting_backend.py, loaded by DEVICE_BACKEND from
+    PYTHONPATH): the pod given the GPU reads the host's file at the mount, cannot write
+    there, and still sees the GPU's device nodes."""
+    greeting = f"simdra-e2e {uuid.uuid4()}"
+    with sysfs_node.deployed(plugin, greeting, mounting_backend=True) as hardware:
+        _wait_published(plugin)
+        _claim, printed = _probe_pod(kube, "gpu-mount", hardware)
+        assert printed["mount"] == greeting
+        assert printed["writable"] == "no", "the read-only mount was writable"
+        assert printed["nodes"] == {n.path: n.stat_line() for n in NODES}
+        assert not list(hardware.share.glob("probe*")), "the container wrote to the host"
+        kube.delete_pod("gpu-mount")
 
 
-def host_nics() -> tuple[dict[str, dict[str, object]], dict[str, str]]:
-    """Interface -> MAC and MTU of each NIC to publish; uplink interface -> the reason
-    the plugin's log must give for leaving it out."""
-    physical = {}
-    for name in sorted(os.listdir(SYS / "class/net")):
-        path = (SYS / "class/net" / name).resolve()
-        if name == "lo" or not (path / "device").exists() or "/devices/virtual/" in str(path):
-            continue
-        physical[name] = {"macAddress": _read(path / "address"),
-                          "mtu": int(_read(path / "mtu") or "0")}
-    uplinks = {}
-    for top in default_route_interfaces():
-        below = lower_interfaces(top)
-        uplinks.update({name: "below" for name in below if name in physical})
-        if top in physical:
-            uplinks[top] = "carries the node's default route"
-    return {n: f for n, f in physical.items() if n not in uplinks}, uplinks
+def _wait_published(plugin: PluginDeployment) -> dict[str, dict]:
+    """Device name -> published device, once the node's slices hold the tree's devices
+    (the fake instance's slices replaced)."""
+    published: dict[str, dict] = {}
+
+    def republished() -> bool:
+        published.clear()
+        published.update({d["name"]: d for s in node_slices(plugin.cp, plugin.node.name)
+                          for d in s["spec"].get("devices") or []})
+        return set(published) == set(sysfs_node.PUBLISHED)
+
+    wait("the node's slices publish the simulated server's devices", republished, 90,
+         plugin.node.kubelet_log, lambda: f"published {sorted(published)}; {plugin.describe()}")
+    pools = {s["spec"]["pool"]["name"] for s in node_slices(plugin.cp, plugin.node.name)}
+    assert pools == {plugin.node.name}, pools
+    return published
 
 
-def default_route_interfaces() -> set[str]:
-    """Interfaces of the usable (up, not reject) default routes, IPv4 and IPv6."""
-    found = set()
-    for line in (_read(ROUTES / "route") or "").splitlines()[1:]:
-        iface, destination, _gateway, flags, *rest = line.split()
-        if int(destination, 16) == 0 and int(rest[3], 16) == 0 and int(flags, 16) & 1:
-            found.add(iface)
-    for line in (_read(ROUTES / "ipv6_route") or "").splitlines():
-        fields = line.split()
-        flags = int(fields[8], 16)
-        if int(fields[0], 16) == 0 and fields[1] == "00" and flags & 1 and not flags & 0x200:
-            found.add(fields[9])
-    return found - {"lo"}
+def _probe_pod(kube: Kube, name: str, hardware: SimulatedNode) -> tuple[dict, dict]:
+    """A pod given the GPU with device nodes; its claim and what its container saw: each
+    node's `stat` line, the mount's file, whether the mount takes a write."""
+    probe = "; ".join(
+        [f"echo \"NODE {n.path} $(stat -c '%F|%t:%T|%a' {n.path} 2>&1)\"" for n in NODES]
+        + [f"echo \"MOUNT $(cat {sysfs_node.MOUNT_PATH}/greeting 2>&1)\"",
+           f"if touch {sysfs_node.MOUNT_PATH}/probe 2>/dev/null; then echo WRITABLE yes; "
+           "else echo WRITABLE no; fi",
+           f"env | grep ^SIMDRA_ | sort; echo {DONE}; exec sleep 3600"])
+    kube.template(f"{name}-gpu", GPU, selector=NODE_GPU)
+    kube.pod(name, f"{name}-gpu", command=probe)
+    claim = kube.claim_of(kube.wait_running(name))
+    [result] = allocated(claim)
+    assert result["device"] == "gpu-0000-c1-00-0"
+    assert spec_file(claim) in cdi_files()
+    lines = _printed(kube, name)
+    printed = {
+        "nodes": dict(line.split(" ", 2)[1:] for line in lines if line.startswith("NODE ")),
+        "mount": next(line[len("MOUNT "):] for line in lines if line.startswith("MOUNT ")),
+        "writable": next(line.split()[1] for line in lines if line.startswith("WRITABLE ")),
+    }
+    [unit] = unit_env(dict(line.split("=", 1) for line in lines if "=" in line)).values()
+    assert (unit["NAME"], unit["CLAIM_UID"]) == (result["device"], claim["metadata"]["uid"])
+    return claim, printed
 
 
-def route_rows(table: str) -> set[tuple[str, ...]]:
-    """Interface, destination, gateway and mask of each IPv4 route (no counters)."""
-    rows = [line.split() for line in table.splitlines()[1:] if line.strip()]
-    return {(r[0], r[1], r[2], r[7]) for r in rows}
+def _printed(kube: Kube, name: str) -> list[str]:
+    """The lines the pod's container printed, once it printed all of them."""
+    lines: list[str] = []
 
+    def done() -> bool:
+        try:
+            text = kube.core.read_namespaced_pod_log(name, NAMESPACE)
+        except ApiException:  # the kubelet serves the log a moment after the start
+            return False
+        lines[:] = text.splitlines()
+        return DONE in lines
 
-def lower_interfaces(upper: str) -> set[str]:
-    """Everything below `upper` through its `lower_*` links."""
-    found: set[str] = set()
-    pending = [upper]
-    while pending:
-        entries = os.listdir(SYS / "class/net" / pending.pop())
-        lowers = {e[len("lower_"):] for e in entries if e.startswith("lower_")} - found
-        found |= lowers
-        pending += lowers
-    return found
-
-
-def published_gpus(devices: list[dict]) -> dict[str, dict[str, str]]:
-    gpus = [_values(d) for d in devices if _values(d).get("type") == "gpu"]
-    return {a[PCI_BUS_ID]: {"vendorID": a["vendorID"], "deviceID": a["deviceID"]}
-            for a in gpus}
-
-
-def published_nics(devices: list[dict]) -> dict[str, dict[str, object]]:
-    nics = [_values(d) for d in devices if _values(d).get("type") == "nic"]
-    assert all(a["virtual"] is False for a in nics), nics
-    return {a["interfaceName"]: {"macAddress": a.get("macAddress"), "mtu": a.get("mtu")}
-            for a in nics}
+    wait(f"pod {name} printed what it sees", done, 60, kube.node.kubelet_log,
+         lambda: kube.pod_summary(name))
+    return lines
 
 
 def _values(device: dict) -> dict[str, object]:
@@ -159,8 +145,5 @@ def _values(device: dict) -> dict[str, object]:
     return {k: next(iter(v.values())) for k, v in device.get("attributes", {}).items()}
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
+def _capacity(device: dict) -> dict[str, str]:
+    return {k: v["value"] for k, v in (device.get("capacity") or {}).items()}
