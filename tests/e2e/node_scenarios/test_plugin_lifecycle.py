@@ -68,8 +68,9 @@ def test_node_plugin_pod_deleted_restarts(kube: Kube, plugin: PluginDeployment) 
     where = f"{result['pool']}/{result['device']}"
     uid = claim["metadata"]["uid"]
 
-    # The kubelet cuts a long event message in its middle; its tail names both.
-    refusal = f"{where} is exclusive and already prepared for claim {uid}"
+    # The kubelet keeps the head and a fixed-length tail of a long event message; the
+    # tail names the device (not always all of its pool) and its holder.
+    refusal = f"/{result['device']} is exclusive and already prepared for claim {uid}"
 
     def refused() -> bool:
         return any(f.startswith("intruder:") and refusal in f for f in kube.failed_prepares())

@@ -202,8 +202,8 @@ def test_node_reconcile_keeps_a_claim_its_running_pod_uses(
              120, kube.node.kubelet_log)
 
         _, messages = _refusals(kube, "intruder")
-        # The kubelet cuts a long event message in its middle: the tail names the device
-        # and its holder whatever the claim names' lengths.
+        # The kubelet keeps the head and a fixed-length tail of a long event message; the
+        # tail names the device (not always all of its pool) and its holder.
         refusal = f"/{device} is exclusive and already prepared for claim {uid}"
         assert messages and all(refusal in m for m in messages), messages
         intruder = kube.get_pod("intruder") or {}
