@@ -32,6 +32,8 @@ DAEMONSET = "daemonset/simdra-kubelet-plugin"
 # after ceil(30 / 2) + 1 = 16 checks in a row, and freed only when the kubelet agrees.
 RECONCILE_ENV = {"RECONCILE_MODE": "free", "RECONCILE_INTERVAL": "2", "RECONCILE_GRACE": "30"}
 CHECKS_NEEDED = 16
+# Its own name: events outlive their pod, and another scenario has an "intruder" too.
+INTRUDER = "reconcile-intruder"
 KEPT = "simdra_reconcile_kept_claims_total"
 READS = "simdra_reconcile_claim_reads_total"
 
@@ -131,9 +133,13 @@ def _holders(device: str) -> list[str]:
 
 def _refusals(kube: Kube, pod: str) -> tuple[int, list[str]]:
     """How many prepares of the pod's claims failed (the kubelet's events, counted as it
-    aggregates repeats), and their messages."""
+    aggregates repeats), and their messages. By the pod's UID: events outlive their pod,
+    and an earlier scenario's pod of the same name must not count."""
+    uid = ((kube.get_pod(pod) or {}).get("metadata") or {}).get("uid")
+    if not uid:
+        return 0, []
     events = kube.core.list_namespaced_event(
-        NAMESPACE, field_selector=f"involvedObject.name={pod},reason=FailedPrepareDynamicResources"
+        NAMESPACE, field_selector=f"involvedObject.uid={uid},reason=FailedPrepareDynamicResources"
     ).items
     return sum(e.count or 1 for e in events), [e.message for e in events]
 
@@ -185,7 +191,7 @@ def test_node_reconcile_keeps_a_claim_its_running_pod_uses(
         index = _index_of(plugin, result["pool"], device)
         kube.template("gpu-taken", GPU,
                       selector=f'device.attributes["{realnode.DRIVER}"].index == {index}')
-        kube.pod("intruder", "gpu-taken")
+        kube.pod(INTRUDER, "gpu-taken")
         wait(f"plugin keeps claim held ({uid}): {KEPT}{{why=in_use}} counted",
              lambda: (plugin.metric(KEPT, why="in_use") or 0.0) > kept_before, 150,
              kube.node.kubelet_log, lambda: plugin.logs()[-1500:])
@@ -193,22 +199,22 @@ def test_node_reconcile_keeps_a_claim_its_running_pod_uses(
         # A second refusal: the kubelet retried the prepare (its pod sync backs off 10 s,
         # then 20 s), and the device was still held then.
         wait(f"the kubelet's prepare of intruder's claim refused twice: {where} held by {uid}",
-             lambda: _refusals(kube, "intruder")[0] >= 2, 90, kube.node.kubelet_log,
-             lambda: f"{kube.pod_summary('intruder')}; {_refusals(kube, 'intruder')}")
+             lambda: _refusals(kube, INTRUDER)[0] >= 2, 90, kube.node.kubelet_log,
+             lambda: f"{kube.pod_summary(INTRUDER)}; {_refusals(kube, INTRUDER)}")
         # Every check reads the claim of a suspect: these many more gone reads are at
         # least as many checks again as a leak needs, each of which found it in use.
         wait(f"{CHECKS_NEEDED} more checks after the claim was kept",
              lambda: (plugin.metric(READS, result="gone") or 0.0) >= reads + CHECKS_NEEDED,
              120, kube.node.kubelet_log)
 
-        _, messages = _refusals(kube, "intruder")
+        _, messages = _refusals(kube, INTRUDER)
         # The kubelet keeps the head and a fixed-length tail of a long event message; the
         # tail names the device (not always all of its pool) and its holder.
         refusal = f"/{device} is exclusive and already prepared for claim {uid}"
         assert messages and all(refusal in m for m in messages), messages
-        intruder = kube.get_pod("intruder") or {}
-        assert intruder["status"]["phase"] == "Pending", kube.pod_summary("intruder")
-        assert not any(up for _, _, up in _containers(kube, "intruder"))
+        intruder = kube.get_pod(INTRUDER) or {}
+        assert intruder["status"]["phase"] == "Pending", kube.pod_summary(INTRUDER)
+        assert not any(up for _, _, up in _containers(kube, INTRUDER))
         assert spec_file(kube.claim_of(intruder)) not in cdi_files()
         assert spec_file(claim) in cdi_files(), "the CDI spec of the claim in use was removed"
         assert _holders(device) == [uid], "the ledger let go of the device in use"
