@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 @contextmanager
@@ -21,3 +23,16 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def send_json(handler: BaseHTTPRequestHandler, code: int, body: Any,
+              headers: dict[str, str] | None = None) -> None:
+    """Answer the request with `body` as JSON (and any extra `headers`)."""
+    data = json.dumps(body).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

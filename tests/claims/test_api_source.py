@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -13,7 +12,7 @@ from driver.kubeapi import ClusterAccess, RestClient
 from driver.kubeapi.access import TokenFile
 
 from .builders import fixture_claim
-from .http_stub import serving
+from .http_stub import send_json, serving
 
 PATH = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
 
@@ -40,13 +39,7 @@ class _Handler(BaseHTTPRequestHandler):
                                          "kind": "resourceclaims"}})
 
     def _send(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("X-Secret-Header", "must not reach an error")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, code, body, {"X-Secret-Header": "must not reach an error"})
 
     def log_message(self, *args):
         pass

@@ -16,7 +16,7 @@ from driver.claims.claim_events import ApiClaimEvents, claim_event
 from driver.kubeapi import ClusterAccess, RestClient
 
 from .builders import claim
-from .http_stub import serving
+from .http_stub import send_json, serving
 
 UID = "aaaaaaaa-0000-4000-8000-000000000001"
 
@@ -28,14 +28,9 @@ class _Events(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.posted.append((self.path, body))
-        data = json.dumps(body if self.status == 201 else {
+        send_json(self, self.status, body if self.status == 201 else {
             "kind": "Status", "code": self.status, "reason": "Forbidden",
-            "message": "events.events.k8s.io is forbidden"}).encode()
-        self.send_response(self.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            "message": "events.events.k8s.io is forbidden"})
 
     def log_message(self, *args):
         pass
