@@ -161,7 +161,8 @@ def test_node_binding_failure_condition_reschedules(kube: Kube, attachable: None
     status = cleared.get("status") or {}
     assert not status.get("devices") and not status.get("reservedFor"), status
     wait("FailedScheduling event naming the binding failure of fails-once",
-         lambda: any("device binding failed" in m and "FabricRefused" in m and message in m
+         # "device binding failed" since 1.36, "claim <name> binding failed" before.
+         lambda: any("binding failed" in m and "FabricRefused" in m and message in m
                      for m in _events(kube, "fails-once", "FailedScheduling")),
          GIVE_UP_WINDOW, kube.cp.workdir / "kube-scheduler.log",
          lambda: str(_events(kube, "fails-once", "FailedScheduling")[-3:]))
@@ -202,8 +203,9 @@ def test_node_binding_timeout_deallocates(kube: Kube, attachable: None) -> None:
     assert waited >= datetime.timedelta(seconds=timeout - 1), waited
     # A binding is final: unbound now means never bound.
     assert not (kube.get_pod("never-attached") or {})["spec"].get("nodeName")
+    # "device binding timeout" since 1.36, "claim <name> binding timeout" before.
     wait("FailedScheduling event naming the binding timeout of never-attached",
-         lambda: any("device binding timeout" in m
+         lambda: any("binding timeout" in m
                      for m in _events(kube, "never-attached", "FailedScheduling")),
          GIVE_UP_WINDOW, kube.cp.workdir / "kube-scheduler.log",
          lambda: str(_events(kube, "never-attached", "FailedScheduling")[-3:]))
