@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from prometheus_client.parser import text_string_to_metric_families
 
 from . import releases
 from .controlplane import ControlPlane, record_pid
@@ -469,22 +469,16 @@ _FETCH_METRICS = (
     "import urllib.request; "
     "print(urllib.request.urlopen('http://127.0.0.1:9400/metrics', timeout=10).read().decode())"
 )
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$")
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 def metric_sum(text: str, name: str, **labels: str) -> float | None:
     """The sum of the samples of `name` in a Prometheus text page whose labels include
     `labels`; None when there is none."""
-    total = None
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match is None or match[1] != name:
-            continue
-        found = dict(_LABEL.findall(match[2] or ""))
-        if all(found.get(k) == v for k, v in labels.items()):
-            total = (total or 0.0) + float(match[3])
-    return total
+    values = [sample.value for family in text_string_to_metric_families(text)
+              for sample in family.samples
+              if sample.name == name and all(sample.labels.get(k) == v
+                                             for k, v in labels.items())]
+    return sum(values) if values else None
 
 
 def _pod_ready(pod: JSON) -> bool:
@@ -520,6 +514,12 @@ def plugin_usage() -> JSON:
     )
     assert res.returncode == 0, f"simdra usage on the node failed: {res.stderr.strip()[-300:]}"
     return json.loads(res.stdout)
+
+
+def ledger_holders(device: str) -> list[str]:
+    """Claim UIDs the plugin's ledger on the node holds `device` for (`plugin_usage`)."""
+    return [h["claim"]["uid"] for d in plugin_usage()["devices"] if d["device"] == device
+            for h in d["holders"]]
 
 
 def slice_device(cp: ControlPlane, node: str, name: str) -> JSON | None:
