@@ -10,7 +10,7 @@ from ..realnode import (
     allocated,
     cdi_files,
     container,
-    plugin_usage,
+    ledger_holders,
     request,
     spec_file,
     unit_env,
@@ -19,12 +19,6 @@ from ..realnode import (
 
 GPU = "gpu.dra.example.com"
 NIC = "nic.dra.example.com"
-
-
-def _holders(device: str) -> list[str]:
-    """Claim UIDs the plugin's ledger holds `device` for."""
-    found = [d for d in plugin_usage()["devices"] if d["device"] == device]
-    return [h["claim"]["uid"] for d in found for h in d["holders"]]
 
 
 def test_node_claim_shared_by_two_pods(kube: Kube, plugin: PluginDeployment) -> None:
@@ -56,12 +50,12 @@ def test_node_claim_shared_by_two_pods(kube: Kube, plugin: PluginDeployment) -> 
     kube.delete_pod("share-1")
     assert spec_file(claim) in cdi_files(), "unprepared while share-2 still uses the claim"
     assert (kube.get_pod("share-2") or {}).get("status", {}).get("phase") == "Running"
-    assert _holders(result["device"]) == [uid]
+    assert ledger_holders(result["device"]) == [uid]
 
     kube.delete_pod("share-2")
     wait(
         "claim shared-gpu unprepared after its last pod (CDI spec file and ledger entry gone)",
-        lambda: spec_file(claim) not in cdi_files() and not _holders(result["device"]),
+        lambda: spec_file(claim) not in cdi_files() and not ledger_holders(result["device"]),
         60,
         kube.node.kubelet_log,
     )

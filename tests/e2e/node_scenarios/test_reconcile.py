@@ -19,7 +19,7 @@ from ..realnode import (
     allocated,
     cdi_files,
     container,
-    plugin_usage,
+    ledger_holders,
     request,
     spec_file,
     unit_env,
@@ -125,12 +125,6 @@ def test_node_reconcile_frees_a_claim_the_kubelet_forgot(
         assert [f for f in kube.failed_prepares() if f.startswith("reuser:")] == []
 
 
-def _holders(device: str) -> list[str]:
-    """Claim UIDs the plugin's ledger holds `device` for."""
-    return [h["claim"]["uid"] for d in plugin_usage()["devices"] if d["device"] == device
-            for h in d["holders"]]
-
-
 def _refusals(kube: Kube, pod: str) -> tuple[int, list[str]]:
     """How many prepares of the pod's claims failed (the kubelet's events, counted as it
     aggregates repeats), and their messages. By the pod's UID: events outlive their pod,
@@ -181,7 +175,7 @@ def test_node_reconcile_keeps_a_claim_its_running_pod_uses(
         uid = claim["metadata"]["uid"]
         [result] = allocated(claim)
         device, where = result["device"], f"{result['pool']}/{result['device']}"
-        assert spec_file(claim) in cdi_files() and _holders(device) == [uid]
+        assert spec_file(claim) in cdi_files() and ledger_holders(device) == [uid]
         running = _containers(kube, "holder")
         kept_before = plugin.metric(KEPT, why="in_use")
         assert kept_before is not None, f"{KEPT}{{why=in_use}} not exposed"
@@ -217,7 +211,7 @@ def test_node_reconcile_keeps_a_claim_its_running_pod_uses(
         assert not any(up for _, _, up in _containers(kube, INTRUDER))
         assert spec_file(kube.claim_of(intruder)) not in cdi_files()
         assert spec_file(claim) in cdi_files(), "the CDI spec of the claim in use was removed"
-        assert _holders(device) == [uid], "the ledger let go of the device in use"
+        assert ledger_holders(device) == [uid], "the ledger let go of the device in use"
         assert _containers(kube, "holder") == running, "the holder's container changed"
         [unit] = unit_env(kube.env("holder")).values()
         assert (unit["NAME"], unit["CLAIM_UID"]) == (device, uid)

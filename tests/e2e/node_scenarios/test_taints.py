@@ -25,7 +25,7 @@ from ..realnode import (
     allocated,
     cdi_files,
     exact_request,
-    plugin_usage,
+    ledger_holders,
     require_feature,
     served_version,
     slice_device,
@@ -138,12 +138,6 @@ def _eviction_events(kube: Kube, uid: str) -> list[str]:
     return [e.message for e in events]
 
 
-def _holders(device: str) -> list[str]:
-    """Claim UIDs the plugin's ledger holds `device` for."""
-    return [h["claim"]["uid"] for d in plugin_usage()["devices"] if d["device"] == device
-            for h in d["holders"]]
-
-
 def test_node_taint_rule_evicts(kube: Kube, plugin: PluginDeployment) -> None:
     """gpu-6 in use; a NoExecute DeviceTaintRule on it: the device-taint eviction
     controller evicts the pod (the pod's DisruptionTarget condition and the controller's
@@ -157,7 +151,7 @@ def test_node_taint_rule_evicts(kube: Kube, plugin: PluginDeployment) -> None:
     uid = claim["metadata"]["uid"]
     [held] = allocated(claim)
     assert held["device"] == "gpu-6"
-    assert spec_file(claim) in cdi_files() and _holders("gpu-6") == [uid]
+    assert spec_file(claim) in cdi_files() and ledger_holders("gpu-6") == [uid]
     assert plugin.metric("simdra_device_prepared_units", pool=held["pool"], device="gpu-6") == 1
     since = _pods_version(kube)
     with _maintenance_rules(kube, version, held["pool"], "gpu-6"):
@@ -167,8 +161,8 @@ def test_node_taint_rule_evicts(kube: Kube, plugin: PluginDeployment) -> None:
     wait(f"event {TAINT_EVICTION_EVENT} about pod victim", lambda: bool(
         _eviction_events(kube, pod["metadata"]["uid"])), 30, kube.node.kubelet_log)
     wait(f"claim {uid} of the evicted pod unprepared (CDI spec and ledger entry gone)",
-         lambda: spec_file(claim) not in cdi_files() and not _holders("gpu-6"), 60,
-         kube.node.kubelet_log, lambda: str(_holders("gpu-6")))
+         lambda: spec_file(claim) not in cdi_files() and not ledger_holders("gpu-6"), 60,
+         kube.node.kubelet_log, lambda: str(ledger_holders("gpu-6")))
     assert plugin.metric("simdra_device_prepared_units", pool=held["pool"], device="gpu-6") == 0
 
 
