@@ -6,7 +6,7 @@
 # links to that image's Python, so the runtime stage must have the very same one.
 # Python 3.11: the oldest Python simdra supports and the one Debian bookworm ships, so the
 # e2e (tests/e2e/images.sh), which builds this file on a Debian bookworm base of its own,
-# runs the same Python minor as this default (README "Build and push the image").
+# runs the same Python minor as this default (docs/operator.md "Build and push the image").
 # tests/deploy/test_image_install.py replays the build stage without Docker.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 ARG VENV=/opt/simdra
@@ -34,6 +34,7 @@ COPY README.md pyproject.toml ./
 # driver/testing (the harness `simdra demo` runs) is not in the build context
 # (.dockerignore), so the package installed here has none of it.
 COPY driver ./driver
+COPY simdra ./simdra
 # The package itself, built with the locked setuptools (hash-checked like the rest) and no
 # dependency resolution (all there already). setuptools and pip go afterwards: the image
 # never installs anything.

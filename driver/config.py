@@ -17,6 +17,7 @@ class Config:
     plugins_dir: Path = Path("/var/lib/kubelet/plugins")
     cdi_root: Path = Path("/var/run/cdi")
     device_backend: str = "fake"
+    kinds: tuple[str, ...] = ()  # --kind: package.module:Class of kinds besides simdra's
     device_profile: str = "gpu"
     sysfs_root: Path = Path("/sys")
     dev_root: Path = Path("/dev")

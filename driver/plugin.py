@@ -27,6 +27,7 @@ from driver.claims.status_worker import BackgroundStatusWriter, DeferredStatusWr
 from driver.config import Config
 from driver.devices.backend import BackendContext, DeviceBackend
 from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
+from driver.devices.kind_registry import KindSet
 from driver.devices.live import DeviceKey, LiveDevices, NodeView
 from driver.devices.model import Inventory
 from driver.kube import ApiClientLoader
@@ -47,17 +48,19 @@ SERIALIZE_LOCK_FILE = "serialize.lock"
 STATUS_RETRY_SECONDS = 10.0
 
 
-def make_backend(config: Config) -> DeviceBackend:
+def make_backend(config: Config) -> tuple[DeviceBackend, KindSet]:
     """The device backend `--device-backend` names (a registered name or
     `package.module:Class`), constructed from a BackendContext (see
-    `driver.devices.loader`)."""
+    `driver.devices.loader`), and the kinds registered with it (`--kind` and its own)."""
+    from driver.devices.kind_registry import plugin_kinds
     from driver.devices.loader import load_backend_class
     from driver.devices.registry import backend_spec
 
     backend_class = load_backend_class(backend_spec(config.device_backend))
+    kinds = plugin_kinds(config.kinds, backend_class)
     factory: Callable[[BackendContext], DeviceBackend]  # the class, or its from_context
     factory = getattr(backend_class, "from_context", backend_class)
-    return factory(BackendContext.from_config(config))
+    return factory(BackendContext.from_config(config, kinds)), kinds
 
 
 class Plugin:
@@ -69,13 +72,14 @@ class Plugin:
     calling before anything else ends.
     """
 
-    def __init__(self, config: Config, api: ApiClientLoader, backend: DeviceBackend,
-                 early: EarlyKubelet) -> None:
-        """early: the kubelet's sockets, already serving (`driver.kubelet.early`)."""
+    def __init__(self, config: Config, api: ApiClientLoader,
+                 backend: tuple[DeviceBackend, KindSet], early: EarlyKubelet) -> None:
+        """backend: what `make_backend` returns; early: the kubelet's sockets, already
+        serving (`driver.kubelet.early`)."""
         self.config = config
         self._early = early
         self._api = api
-        self._backend = backend
+        self._backend, self._kinds = backend
         self._publisher: Publisher | None = None
         self._publisher_lock = threading.Lock()
         self._stopping = False
@@ -197,7 +201,7 @@ class Plugin:
             cfg.cdi_root, cfg.data_dir, serialize=lambda: serializer,
             status_writer=self._status,
             device_hook=prepare_faults.before_device if prepare_faults else None,
-            rules=rules_for(self._backend))
+            rules=rules_for(self._kinds))
 
     def _start_reconciler(self) -> None:
         """Check the prepared claims against the API server now and every

@@ -28,8 +28,9 @@ def _contract_names() -> dict[str, str]:
 
 def _lint_copy(tmp_path: Path, module: str | None = None, line: str = "") -> tuple[int, str]:
     """Run lint-imports on a copy of the package, with `line` appended to `module`."""
-    shutil.copytree(ROOT / "driver", tmp_path / "driver",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("driver", "simdra"):
+        shutil.copytree(ROOT / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     if module is not None:
         path = tmp_path / (module.replace(".", "/") + ".py")
@@ -59,6 +60,10 @@ def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     ("lanes", "driver.slices.desired", "import driver.claims.types"),
     # The claim lane importing the layer above it.
     ("layers", "driver.claims.plan", "import driver.slices.api"),
+    # A built-in kind reaching past the public API into the internals.
+    ("kinds-on-public-api", "driver.kinds.nic", "from driver.claims import env"),
+    # The internals importing the public face above them.
+    ("layers", "driver.devices.model", "import simdra"),
     # The API stand-in judging writes with the driver's own validators.
     ("own-rule-book", "driver.testing.apiserver.lifecycle",
      "from driver.core.validation import validate_slice"),

@@ -25,10 +25,9 @@ Keys (present when they apply):
 
 =============================  ===========================================================
 NAME, POOL, TYPE               device name, pool, `type` attribute (gpu, nic, device)
-<attribute keys>                the attributes the backend names in `env_attributes`;
-                               by default UUID (`uuid`), PARTITION_PROFILE (`profile`),
-                               PARENT_UUID (`parentUUID`), INTERFACE_NAME
-                               (`interfaceName`), MAC_ADDRESS (`macAddress`)
+<attribute keys>               the attributes the registered kinds name in
+                               `env_attributes`, e.g. UUID (`uuid`), PARTITION_PROFILE
+                               (`profile`), INTERFACE_NAME (`interfaceName`)
 CDI_DEVICE                     the fully qualified CDI device id
 CLAIM, CLAIM_UID, REQUEST      `ns/name`, claim UID, request(s) as allocated (`req/sub`)
 SHARE_ID                       shareID of a share of a multi-allocatable device
@@ -39,7 +38,7 @@ CAPACITY_<CAP>_VALUE           the same as an integer, rounded up (bytes for mem
 ADMIN_ACCESS=true              admin access (monitoring; reserves nothing)
 PARTITION=true                 a partition of a physical device
 <config keys>                  what the handler of the device's opaque config kind adds
-                               (`driver.claims.config.kinds`), e.g.
+                               (its kind's `config_handlers`), e.g.
                                GPU_SHARING_STRATEGY=TimeSlicing, NIC_MTU=9000
 =============================  ===========================================================
 """
@@ -53,16 +52,6 @@ from driver.claims.cdi import env_entry, env_token
 
 ENV_PREFIX = "SIMDRA_DEVICE_"
 ID_LENGTH = 8
-
-# Device attribute -> env key, for backends that do not choose their own
-# (`env_attributes`): what a workload commonly needs of a GPU or NIC.
-DEFAULT_ENV_ATTRIBUTES = {
-    "uuid": "UUID",
-    "profile": "PARTITION_PROFILE",
-    "parentUUID": "PARENT_UUID",
-    "interfaceName": "INTERFACE_NAME",
-    "macAddress": "MAC_ADDRESS",
-}
 
 
 def unit_id(cdi_name: str) -> str:

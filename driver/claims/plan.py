@@ -23,15 +23,15 @@ from driver.claims.cdi import (
     spec_file_name,
 )
 from driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, resolve_all
-from driver.claims.config.handler import ConfigError, ConfigTarget
 from driver.claims.counters import pool_counters
 from driver.claims.env import capacity_key, render_env, unit_id
 from driver.claims.errors import ClaimError
 from driver.claims.names import check_allocation
-from driver.claims.rules import DEFAULT_RULES, ClaimRules
+from driver.claims.rules import ClaimRules, builtin_rules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
 from driver.core.json_data import copy_json
 from driver.core.quantity import QuantityError, ceil_int, quantity_text
+from driver.devices.config_handler import ConfigError, ConfigTarget
 from driver.devices.model import Device, Inventory, Pool
 
 UnitKey = tuple[str, str, str | None]  # (pool, device, shareID)
@@ -121,7 +121,7 @@ def plan_prepare(
     allocation: ClaimAllocation,
     inventory: Inventory,
     driver_name: str,
-    rules: ClaimRules = DEFAULT_RULES,
+    rules: ClaimRules | None = None,
 ) -> PreparedClaim:
     """Compute what preparing `allocation` means on a node with `inventory`, with the
     config kinds and env attributes of its device kinds (`rules`).
@@ -130,7 +130,7 @@ def plan_prepare(
     a name breaks the API server's rules, the allocation does not fit the inventory or
     its opaque config is invalid.
     """
-    where = allocation.label
+    where, rules = allocation.label, rules or builtin_rules()
     check_allocation(allocation)  # names reach file names, CDI names and env values
     if not allocation.results:
         raise ClaimError(f"{where}: no devices are allocated by driver {driver_name}")

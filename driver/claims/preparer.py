@@ -101,7 +101,7 @@ from driver.claims.prepare_planner import (
 from driver.claims.prepared_store import PreparedStore
 from driver.claims.reconcile_plan import Reclaim, RecordedClaim
 from driver.claims.reserved import Reservation
-from driver.claims.rules import DEFAULT_RULES, ClaimRules
+from driver.claims.rules import ClaimRules, builtin_rules
 from driver.claims.source import ClaimSource
 from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from driver.core.textlimits import clip_error
@@ -147,10 +147,11 @@ class Preparer:
         fault: FaultHook | None = None,
         status_writer: StatusWriter | None = None,
         device_hook: DeviceHook | None = None,
-        rules: ClaimRules = DEFAULT_RULES,
+        rules: ClaimRules | None = None,
     ) -> None:
         self._store = PreparedStore(driver_name, inventory, cdi_root, data_dir)
-        self._planner = PreparePlanner(driver_name, source, inventory, rules, device_hook)
+        self._planner = PreparePlanner(driver_name, source, inventory,
+                                       rules or builtin_rules(), device_hook)
         self._phases = CommitPhases(self._store, fault or (lambda step: None))
         lock = threading.Lock()
         self._serialize: Serializer = serialize or (lambda: lock)

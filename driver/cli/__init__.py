@@ -1,6 +1,6 @@
-"""The `simdra` command line: `run`, `demo`, `usage` and `fault`, each a module here that
-registers its sub-command on one parser (errors are one line, exit status 2) and handles
-it. `main` is the console script."""
+"""The `simdra` command line: `run`, `demo`, `usage`, `fault`, `kinds` and `deviceclasses`,
+each a module here that registers its sub-command on one parser (errors are one line,
+exit status 2) and handles it. `main` is the console script."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ __all__ = ["console_main", "main"]
 
 # The sub-commands, in the order `simdra --help` lists them: each a module here with an
 # `add_parser`.
-COMMANDS = ("run", "fault", "usage", "demo")
+COMMANDS = ("run", "fault", "usage", "demo", "kinds", "deviceclasses")
 DESCRIPTION = ("simdra, a Kubernetes DRA kubelet plugin: simulated or sysfs devices, shared "
                "capacity, CDI specs, state that survives crashes.")
 

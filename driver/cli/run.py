@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from driver.claims.reconcile_plan import MIN_GRACE_S, MODES
+from driver.cli.kinds import add_kind_flag, kind_specs
 from driver.cli.parser import (
     SubParsers,
     UsageError,
@@ -19,6 +20,7 @@ from driver.cli.parser import (
     number,
 )
 from driver.config import Config
+from driver.devices.kind_registry import KindSet
 
 # (flag, env var, default, help)
 _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
@@ -31,11 +33,11 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
      "/var/lib/kubelet/plugins", "directory holding the plugin's data directory"),
     ("--cdi-root", "CDI_ROOT", "/var/run/cdi", "directory for generated CDI spec files"),
     ("--device-backend", "DEVICE_BACKEND", "fake",
-     "device backend: a registered name (driver/devices/registry.py: fake, sysfs, ...) "
-     "or package.module:ClassName"),
+     "device backend: a registered name (fake, sysfs, fpga) or package.module:ClassName"),
     ("--device-profile", "DEVICE_PROFILE", "gpu",
-     "fake devices: comma list of gpu | gpu-shared | gpu-partitioned, and nic; "
-     "or the path of an inventory file (a value with a / or a .yaml/.yml/.json suffix)"),
+     "fake devices: comma list of the registered kinds' profiles (`simdra kinds` lists "
+     "them), at most one per kind; or the path of an inventory file (a value with a / or "
+     "a .yaml/.yml/.json suffix)"),
     ("--num-devices", "NUM_DEVICES", "8", "number of fake devices per profile"),
     ("--sysfs-root", "SYSFS_ROOT", "/sys", "sysfs mount the sysfs backend reads"),
     ("--dev-root", "DEV_ROOT", "/dev",
@@ -81,6 +83,7 @@ def add_parser(commands: SubParsers) -> None:
         names = [flag, "-v"] if flag == "--verbosity" else [flag]
         run.add_argument(*names, default=os.environ.get(env, default),
                          help=f"{text} [env {env}; default {default}]")
+    add_kind_flag(run)
     run.set_defaults(handler=handle, command_parser=run)
 
 
@@ -89,7 +92,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
     if not args.node_name:
         raise UsageError("--node-name (env NODE_NAME) is required")
     driver = driver_name(args.driver_name, "--driver-name")
-    backend = _backend(args.device_backend)
+    backend, kinds = _backend(args.device_backend, kind_specs(args.kind))
     return Config(
         node_name=args.node_name,
         driver_name=driver,
@@ -98,7 +101,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         plugins_dir=Path(args.kubelet_plugins_directory_path),
         cdi_root=Path(args.cdi_root),
         device_backend=backend,
-        device_profile=_profile(args.device_profile),
+        kinds=kind_specs(args.kind),
+        device_profile=_profile(args.device_profile, kinds),
         sysfs_root=Path(args.sysfs_root),
         dev_root=Path(args.dev_root),
         proc_root=Path(args.proc_root) if args.proc_root else None,
@@ -130,23 +134,28 @@ def _interval(value: str, flag: str) -> float:
     return seconds
 
 
-def _backend(value: str) -> str:
+def _backend(value: str, kind_specs: tuple[str, ...]) -> tuple[str, KindSet]:
     """A registered backend name, or a `module:Class` that imports and has `discover()`;
-    a registered backend is imported too, so a broken one fails here, not later."""
+    a registered backend is imported too, so a broken one fails here, not later. With it,
+    the kinds it is registered with (--kind's and its own), all importable and agreeing."""
+    from driver.devices.kind_registry import KindRegistrationError, plugin_kinds
     from driver.devices.loader import BackendSpecError, load_backend_class
     from driver.devices.registry import BACKENDS, backend_spec
 
     try:
-        load_backend_class(backend_spec(value))
+        backend_class = load_backend_class(backend_spec(value))
     except BackendSpecError as err:
         rule = f"must be one of {', '.join(BACKENDS)} or package.module:ClassName"
         raise UsageError(f"--device-backend={value!r}: {rule}; {err}") from None
-    return value
+    try:
+        return value, plugin_kinds(kind_specs, backend_class)
+    except KindRegistrationError as err:
+        raise UsageError(f"--kind: {err}") from None
 
 
 def _selectors(value: str, flag: str) -> tuple[str, ...]:
     """A comma list of device selectors, normalised (`pci:3B:00.0` -> `pci:0000:3b:00.0`)."""
-    from driver.devices.sysfs.selection import parse_selectors
+    from driver.devices.sysfs.selectors import parse_selectors
 
     try:
         return tuple(str(selector) for selector in parse_selectors(value))
@@ -154,8 +163,9 @@ def _selectors(value: str, flag: str) -> tuple[str, ...]:
         raise UsageError(f"{flag}={value!r}: {err}") from None
 
 
-def _profile(value: str) -> str:
-    """Built-in profile names (a comma list), or the path of a readable inventory file.
+def _profile(value: str, kinds: KindSet) -> str:
+    """Profile names of the registered kinds (a comma list), or the path of a readable
+    inventory file.
 
     A value is a path only if it looks like one (has a `/` or a .yaml/.yml/.json
     suffix), so a mistyped profile name is reported as one, not as a missing file.
@@ -171,7 +181,7 @@ def _profile(value: str) -> str:
                              f"file: {err.strerror or err}") from None
         return value
     try:
-        parse_profiles(value)
+        parse_profiles(value, kinds)
     except ValueError as err:
         raise UsageError(f"--device-profile={value!r}: {err}; or give the path of an "
                          "inventory file (with a / or a .yaml, .yml or .json suffix)") from None

@@ -37,11 +37,25 @@ MAX_EXPONENT = 1000
 
 
 class QuantityError(ValueError):
-    """A string is not a valid Kubernetes quantity."""
+    """A string is not a valid Kubernetes quantity.
+
+    Example::
+
+        try:
+            size = parse_quantity(raw)
+        except QuantityError as exc:  # "'4 GB' is not a valid quantity"
+            problems.append(f"spec.size: {exc}")
+    """
 
 
 def parse_quantity(value: str | int | Fraction) -> Fraction:
-    """Parse a Kubernetes quantity ("10G", "1Mi", "500m", "1e3", 8) into an exact Fraction."""
+    """Parse a Kubernetes quantity ("10G", "1Mi", "500m", "1e3", 8) into an exact Fraction.
+
+    Example::
+
+        parse_quantity("1.5Gi")  # Fraction(1610612736)
+        parse_quantity("500m")   # Fraction(1, 2)
+    """
     if isinstance(value, Fraction):
         return value
     if isinstance(value, bool):
@@ -81,6 +95,12 @@ def format_quantity(value: Fraction | int) -> str:
 
     Integers take whichever suffix family gives the shorter text ("1Gi", "10G", "1500");
     fractions are written in milli-units ("1500m") when exact.
+
+    Example::
+
+        format_quantity(10**10)               # "10G"
+        format_quantity(Fraction(3, 2) * 2**30)  # "1536Mi"
+        format_quantity(Fraction(1, 2))       # "500m"
     """
     value = Fraction(value)
     if value.denominator != 1:
@@ -107,13 +127,24 @@ def _with_suffix(number: int, table: dict[str, _Factor]) -> str:
 
 
 def ceil_int(value: Fraction) -> int:
-    """The integer value of a quantity rounded up, as the API server's step checks use it."""
+    """The integer value of a quantity rounded up, as the API server's step checks use it.
+
+    Example::
+
+        ceil_int(parse_quantity("3500m"))  # 4
+    """
     return -((-value.numerator) // value.denominator)
 
 
 def quantity_text(amount: Fraction | int) -> str:
     """An amount for messages and reports: the canonical quantity ("10G", "1500m", "-2Gi"),
-    or the exact fraction when no quantity can write it (below milli precision)."""
+    or the exact fraction when no quantity can write it (below milli precision).
+
+    Example::
+
+        quantity_text(-(2**31))        # "-2Gi"
+        quantity_text(Fraction(1, 3))  # "1/3"
+    """
     amount = Fraction(amount)
     if amount < 0:
         return "-" + quantity_text(-amount)

@@ -1,17 +1,10 @@
 """The one interface a device backend implements, what it is given, and the fake backend.
 
-A driver author adds a device kind by writing one class with `discover()` (plus a line
-in `driver.devices.registry`); the rest of the plugin (publishing, preparing, health)
-works from the Inventory it returns. Optional class attributes let a kind shape the
-claim side too, without edits elsewhere:
-
-- `device_types`: the `type` attribute values it publishes (each needs a DeviceClass
-  in deploy/base; the tests check that);
-- `config_handlers`: the opaque config kinds its devices take
-  (`driver.claims.config.handler.ConfigHandler`; default: GpuConfig and NicConfig);
-- `env_attributes`: attribute name -> env key, the attributes that reach the
-  container environment as `SIMDRA_DEVICE_<ID>_<KEY>` (default:
-  `driver.claims.env.DEFAULT_ENV_ATTRIBUTES`).
+A backend says where devices come from: one class with `discover()`; the rest of the
+plugin (publishing, preparing, health) works from the Inventory it returns. What its
+devices are, the claim side included, is said by device kinds (`driver.devices.kind`):
+an optional class attribute `kinds` lists the kinds it publishes, as registered names
+(`"gpu"`) or DeviceKind classes it brings along (registered with it).
 
 An optional method makes idle rescans cheap: `change_stamp()` returns a hashable value
 that differs whenever `discover()` might return something different (e.g. directory
@@ -23,13 +16,14 @@ the plugin skips the full discover, except every `full_rescan_interval` (see
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from driver.config import Config
 
+from driver.devices.kind_registry import KindSet, builtin_kinds
 from driver.devices.model import Inventory
 from driver.devices.profiles import looks_like_path, profile_inventory
 from driver.devices.stamps import file_stamp
@@ -38,7 +32,14 @@ from driver.devices.stamps import file_stamp
 @dataclass(frozen=True)
 class BackendContext:
     """What a backend is given at start: the `simdra run` settings about devices, not
-    the whole plugin configuration."""
+    the whole plugin configuration.
+
+    Example (in a backend's test, built as the plugin builds it)::
+
+        backend = FpgaBackend(BackendContext(node_name="node-1",
+                                             driver_name="dra.example.com",
+                                             sysfs_root=tree / "sys"))
+    """
 
     node_name: str  # also the usual pool name
     driver_name: str
@@ -49,20 +50,32 @@ class BackendContext:
     proc_root: Path | None = None  # --proc-root (None: /proc for the real /sys only)
     sysfs_allow: tuple[str, ...] = ()  # --sysfs-allow selectors, e.g. "pci:0000:3b:00.0"
     sysfs_deny: tuple[str, ...] = ()  # --sysfs-deny selectors
+    kinds: KindSet = field(default_factory=builtin_kinds)  # simdra's and --kind's
 
     @classmethod
-    def from_config(cls, config: Config) -> BackendContext:
-        """The context of a plugin configuration."""
+    def from_config(cls, config: Config, kinds: KindSet) -> BackendContext:
+        """The context of a plugin configuration with its registered kinds."""
         return cls(node_name=config.node_name, driver_name=config.driver_name,
                    device_profile=config.device_profile, num_devices=config.num_devices,
                    sysfs_root=Path(config.sysfs_root), dev_root=Path(config.dev_root),
                    proc_root=config.proc_root, sysfs_allow=config.sysfs_allow,
-                   sysfs_deny=config.sysfs_deny)
+                   sysfs_deny=config.sysfs_deny, kinds=kinds)
 
 
 class DeviceBackend(Protocol):
     """Finds the devices of this node. Constructed once as `Backend(context)` with a
-    BackendContext (built-in backends with other constructors offer `from_context`)."""
+    BackendContext (built-in backends with other constructors offer `from_context`).
+
+    Example (run with `simdra run --device-backend my_driver.backend:CardBackend`)::
+
+        class CardBackend:  # a DeviceBackend: a structural protocol, no base class
+            def __init__(self, context: BackendContext) -> None:
+                self.context = context
+
+            def discover(self) -> Inventory:
+                devices = tuple(card_device(c) for c in read_cards(self.context.sysfs_root))
+                return Inventory(pools=(Pool(self.context.node_name, devices),))
+    """
 
     def discover(self) -> Inventory:
         """The node's current inventory. Called at start and again on every rescan, so it
@@ -71,21 +84,23 @@ class DeviceBackend(Protocol):
 
 
 class FakeBackend:
-    """Simulated devices: built-in profiles (`gpu`, `nic`, `gpu,nic`) or an inventory file."""
+    """Simulated devices: the registered kinds' profiles (`gpu`, `nic`, `gpu,nic`, ...) or
+    an inventory file."""
 
-    device_types = ("gpu", "nic")
-
-    def __init__(self, profile: str, driver_name: str, node_name: str, num_devices: int) -> None:
+    def __init__(self, profile: str, driver_name: str, node_name: str, num_devices: int,
+                 kinds: KindSet | None = None) -> None:
         self._profile = profile
         self._driver_name = driver_name
         self._node_name = node_name
         self._num_devices = num_devices
+        self._kinds = kinds or builtin_kinds()
 
     @classmethod
     def from_context(cls, context: BackendContext) -> FakeBackend:
         """The fake backend `--device-backend fake` makes."""
         return cls(context.device_profile, context.driver_name, context.node_name,
-                   context.num_devices)
+                   context.num_devices, context.kinds)
+
 
     @property
     def inventory_path(self) -> Path | None:
@@ -109,4 +124,4 @@ class FakeBackend:
 
             return load_inventory_file(path, self._node_name)
         return profile_inventory(self._profile, self._driver_name, self._node_name,
-                                 self._num_devices)
+                                 self._num_devices, self._kinds)

@@ -15,8 +15,8 @@ The contract a custom backend fulfils (see `docs/driver-authors.md` for a walk-t
   lets it skip unchanged rescans, see `driver.devices.backend`). It must give the same hardware
   the same device names on every call and in every process, because claims, checkpoint
   records and CDI specs refer to devices by name.
-- Optional class attributes `device_types`, `config_handlers` and `env_attributes`
-  (see `driver.devices.backend`) shape the claim side for its devices.
+- An optional class attribute `kinds` names the device kinds it publishes (each a
+  registered `driver.devices.kind.DeviceKind`, which shapes the claim side).
 - Everything else (publishing ResourceSlices, prepare/unprepare, CDI specs, checkpoint,
   health stream, metrics) is the plugin's.
 - A line in `driver.devices.registry` gives it a short name (`--device-backend fpga`).
@@ -31,7 +31,7 @@ import importlib
 import inspect
 import re
 
-# Dotted module path, a colon, one class name: `driver.devices.examples.fpga:FpgaBackend`.
+# Dotted module path, a colon, one class name: `driver.kinds.fpga:FpgaBackend`.
 _SPEC = re.compile(r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<name>[A-Za-z_]\w*)$")
 
 
@@ -46,6 +46,16 @@ def load_backend_class(spec: str) -> type:
     fails while importing), a missing attribute, an attribute that is not a class, or a
     class without a `discover` method.
     """
+    found = load_class(spec)
+    if not callable(getattr(found, "discover", None)):
+        raise BackendSpecError(
+            f"{spec.strip()} has no discover() method, so it is not a DeviceBackend")
+    return found
+
+
+def load_class(spec: str) -> type:
+    """Import and return the class `spec` (`package.module:ClassName`) names; used for
+    backends and device kinds alike. BackendSpecError says what is wrong."""
     match = _SPEC.match(spec.strip())
     if match is None:
         raise BackendSpecError(f"{spec!r} is not of the form package.module:ClassName")
@@ -57,10 +67,6 @@ def load_backend_class(spec: str) -> type:
     if not inspect.isclass(found):
         raise BackendSpecError(
             f"{module_name}:{class_name} is a {type(found).__name__}, not a class")
-    if not callable(getattr(found, "discover", None)):
-        raise BackendSpecError(
-            f"{module_name}:{class_name} has no discover() method, so it is not a "
-            "DeviceBackend")
     return found
 
 

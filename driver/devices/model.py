@@ -19,11 +19,20 @@ from typing import Any
 from driver.core.quantity import parse_quantity
 
 JSON = dict[str, Any]
+"""A JSON object as `json.loads` gives it: device specs, counter sets, CDI edits."""
 
 
 @dataclass(frozen=True)
 class Device:
-    """One device: its v1 JSON form plus local CDI container edits."""
+    """One device: its v1 JSON form plus local CDI container edits.
+
+    Example::
+
+        Device(spec={"name": "crypto-0",              # a DNS label, unique in its pool
+                     "attributes": {"type": {"string": "crypto"}},
+                     "capacity": {"sessions": {"value": "64"}}},
+               container_edits={"deviceNodes": [{"path": "/dev/crypto0"}]})
+    """
 
     spec: Mapping[str, Any]
     container_edits: Mapping[str, Any] = field(default_factory=dict)
@@ -59,7 +68,12 @@ class Device:
 
 @dataclass(frozen=True)
 class Pool:
-    """A pool of devices on this node; published as one or more ResourceSlices."""
+    """A pool of devices on this node; published as one or more ResourceSlices.
+
+    Example::
+
+        Pool(name=context.node_name, devices=(Device(spec={"name": "crypto-0"}),))
+    """
 
     name: str
     devices: tuple[Device, ...]
@@ -80,7 +94,13 @@ class Pool:
 
 @dataclass(frozen=True)
 class Inventory:
-    """Everything this node offers: the single truth the publisher and preparer read."""
+    """Everything this node offers: the single truth the publisher and preparer read.
+
+    Example (what a backend's `discover()` returns)::
+
+        inventory = Inventory(pools=(Pool(name="node-1", devices=devices),))
+        inventory.device("node-1", "crypto-0")  # the Device, or None
+    """
 
     pools: tuple[Pool, ...]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 BACKENDS: dict[str, str] = {
     "fake": "driver.devices.backend:FakeBackend",
-    "sysfs": "driver.devices.sysfs:SysfsBackend",
-    "fpga": "driver.devices.examples.fpga:FpgaBackend",
+    "sysfs": "driver.kinds.sysfs:SysfsBackend",
+    "fpga": "driver.kinds.fpga:FpgaBackend",
 }
 
 

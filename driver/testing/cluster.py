@@ -9,11 +9,13 @@ Used by simdra's integration tests, by `simdra demo`, and by driver authors' CI:
         answer = cluster.prepare("c1")
 
 The plugin runs as a real `python -m driver run` child process, talking HTTP to the
-stand-in and gRPC over unix sockets to the emulator, exactly as it would on a node.
+stand-in and gRPC over unix sockets to the emulator, exactly as it would on a node. The
+registered kinds' DeviceClasses are there as deployed (`driver.testing.kind_classes`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -26,11 +28,12 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from driver.claims.types import ClaimRef
+from driver.devices.kind_registry import KindRegistrationError
 from driver.kube import response_json
 from driver.kubelet.sockets import registration_socket_path
 from driver.testing.allocation.builders import claim as claim_json
-from driver.testing.allocation.builders import device_class
 from driver.testing.apiserver import APIServer
+from driver.testing.kind_classes import create_device_classes, kind_values
 from driver.testing.kubelet import KubeletEmulator
 from driver.testing.pod_resources import PodResourcesServer
 from driver.testing.scheduler import Allocator
@@ -88,10 +91,12 @@ class LocalCluster:
         node_name: str = "node-1",
         driver_name: str = DRIVER,
         apiserver: APIServer | None = None,
+        kinds: Sequence[str] = (),
     ) -> None:
         self.workdir = Path(workdir)
         self.node_name = node_name
         self.driver_name = driver_name
+        self.kinds = tuple(kinds)  # package.module:Class: their classes exist from the start
         self.registrar_dir = self.workdir / "registry"
         self.plugins_dir = self.workdir / "plugins"
         self.cdi_root = self.workdir / "cdi"
@@ -119,7 +124,7 @@ class LocalCluster:
         self.stop()
 
     def start(self) -> None:
-        """Start the API stand-in, create the Node and the device classes."""
+        """Start the API stand-in, create the Node and the kinds' DeviceClasses."""
         for path in (self.registrar_dir, self.plugins_dir, self.cdi_root):
             path.mkdir(parents=True, exist_ok=True)
         self.api.start()
@@ -130,14 +135,7 @@ class LocalCluster:
         # Plain dicts as bodies: the client turns them into its models (pydantic), though
         # its annotations name only the models.
         self.core.create_node({"metadata": {"name": self.node_name}})  # type: ignore[arg-type]
-        for kind in ("gpu", "nic"):
-            self.resource.create_device_class(
-                device_class(  # type: ignore[arg-type]
-                    f"{kind}.{self.driver_name}",
-                    self.driver_name,
-                    selectors=(f'device.attributes["{self.driver_name}"].type == "{kind}"',),
-                )
-            )
+        self.create_device_classes(self.kinds)
         self.kubelet = KubeletEmulator(str(self.registrar_dir))
         self.pod_resources = PodResourcesServer(self.pod_resources_socket)
         self.allocator = Allocator(self.api_client, node_name=self.node_name)
@@ -154,6 +152,10 @@ class LocalCluster:
         if self.api_client is not None:
             self.api_client.close()
         self.api.stop()
+
+    def create_device_classes(self, kinds: Sequence[str] = ()) -> list[str]:
+        """Create the missing DeviceClasses of simdra's kinds and `kinds`; their names."""
+        return create_device_classes(self.api, self.resource, self.driver_name, kinds)
 
     # -- the plugin ---------------------------------------------------------------------
 
@@ -205,7 +207,11 @@ class LocalCluster:
     ) -> PluginProcess:
         """Start `simdra run` for this node (with `--pod-uid` when given: rolling-update
         socket names); by default wait until this very process is registered with the
-        kubelet emulator and its pools are completely published."""
+        kubelet emulator and its pools are completely published (the DeviceClasses of
+        the kinds `--kind` names in `extra` first)."""
+        if kinds := kind_values(extra):
+            with contextlib.suppress(KindRegistrationError):  # the plugin itself says so
+                self.create_device_classes(kinds)
         env = {k: v for k, v in os.environ.items() if k not in _PLUGIN_ENV}
         args = self.plugin_args(profile=profile, num_devices=num_devices, extra=extra)
         if pod_uid:
@@ -375,6 +381,7 @@ def _identity(path: Path) -> tuple[int, int] | None:
 _PLUGIN_ENV = {
     "NODE_NAME",
     "DRIVER_NAME",
+    "KINDS",
     "KUBECONFIG",
     "KUBELET_REGISTRAR_DIRECTORY_PATH",
     "KUBELET_PLUGINS_DIRECTORY_PATH",

@@ -1,8 +1,10 @@
 """`simdra demo`: one node end to end, printed for a person to read.
 
-Starts the API stand-in, the plugin with fake GPUs and NICs (a real child process), and
-the kubelet emulator; publishes, allocates a GPU claim and two claims sharing one NIC,
-prepares them over the kubelet's v1 API, shows the CDI spec, unprepares and stops.
+Starts the API stand-in with the DeviceClasses of the registered kinds, the plugin with
+fake devices of the chosen profiles (a real child process, `--kind` passed on), and the
+kubelet emulator; publishes, allocates one claim per kind the profiles simulate (a share
+where its devices allow several allocations), prepares them over the kubelet's v1 API,
+shows what each container gets from its CDI spec, unprepares and stops.
 """
 
 from __future__ import annotations
@@ -14,33 +16,40 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from driver.claims.types import ClaimRef
+from driver.devices.device_classes import class_name
+from driver.devices.kind_registry import KindSet, load_kinds
+from driver.devices.profiles import parse_profiles
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster, PluginProcess
 
 JSON = dict[str, Any]
-
+DEFAULT_PROFILE = "gpu,nic"
 
 _step = "start"  # the title of the step running now, for the one-line failure message
 
 
-def run_demo(keep: bool = False) -> int:
-    """Run the demo; returns 0 when every step worked, 1 after one line on stderr naming
-    the step that failed (never a traceback, never a hang: every wait is bounded)."""
+def run_demo(keep: bool = False, profile: str = DEFAULT_PROFILE,
+             kinds: Sequence[str] = ()) -> int:
+    """Run the demo with fake devices of `profile` (profiles of simdra's kinds and of
+    those `kinds` names, package.module:Class); returns 0 when every step worked, 1 after
+    one line on stderr naming the step that failed (never a traceback, never a hang:
+    every wait is bounded). The caller checks `profile` and `kinds` first."""
     global _step
     _step = "start the API stand-in and the kubelet emulator"
     # Short path: unix socket paths must stay under 108 bytes.
     workdir = Path(tempfile.mkdtemp(prefix="simdra-demo-", dir="/tmp"))
     log_file = _log_to_file(workdir / "demo.log")
-    cluster = LocalCluster(workdir, node_name="demo-node")
+    cluster = LocalCluster(workdir, node_name="demo-node", kinds=kinds)
     try:
         with cluster:
-            _demo(cluster)
+            _demo(cluster, profile, tuple(kinds))
     except Exception as err:
         sys.stdout.flush()
         cause = (f"API stand-in failed: {cluster.api.internal_errors[0]}"
@@ -80,22 +89,41 @@ def _one_line(err: Exception) -> str:
     return f"{type(err).__name__}: {first}" if first else type(err).__name__
 
 
-def _demo(cluster: LocalCluster) -> None:
+def _demo(cluster: LocalCluster, profile: str, kinds: tuple[str, ...]) -> None:
     _title(f"simdra demo: node {cluster.node_name}, driver {cluster.driver_name}")
     print(f"API stand-in {cluster.api.url}; work directory {cluster.workdir}")
-    plugin = _start_plugin(cluster)
+    registered = load_kinds(kinds)
+    _show_classes(cluster, registered)
+    plugin = _start_plugin(cluster, profile, kinds)
     _show_slices(cluster)
-    claims = _allocate_claims(cluster)
+    claims = _allocate_claims(cluster, profile_kinds(profile, registered))
     refs = _prepare(cluster, claims)
-    _show_spec(cluster, "web-a")
+    _show_container_env(cluster, refs)
     _show_usage(cluster)
     _unprepare(cluster, refs)
     _stop(cluster, plugin)
 
 
-def _start_plugin(cluster: LocalCluster) -> PluginProcess:
-    _title("1. Plugin started and registered with the kubelet")
-    plugin = cluster.start_plugin(profile="gpu,nic", num_devices=2)
+def profile_kinds(profile: str, kinds: KindSet) -> list[str]:
+    """The names of the kinds whose devices the profiles of `profile` simulate, in the
+    order the profiles are named."""
+    by_profile = kinds.profiles()
+    names = [by_profile[p.name][0].name for p in parse_profiles(profile, kinds)]
+    return list(dict.fromkeys(names))
+
+
+def _show_classes(cluster: LocalCluster, kinds: KindSet) -> None:
+    _title("1. DeviceClasses of the registered kinds (simdra deviceclasses)")
+    for kind in kinds.kinds:
+        description = f": {kind.description()}" if kind.description() else ""
+        print(f"{class_name(kind.name, cluster.driver_name)}{description}")
+
+
+def _start_plugin(cluster: LocalCluster, profile: str, kinds: tuple[str, ...]) -> PluginProcess:
+    _title(f"2. Plugin started with --device-profile {profile} and registered with the "
+           "kubelet")
+    extra = ["--kind", ",".join(kinds)] if kinds else []
+    plugin = cluster.start_plugin(profile=profile, num_devices=2, extra=extra)
     assert cluster.kubelet is not None
     instance = cluster.kubelet.plugin(cluster.driver_name)
     print(f"pid {plugin.pid}; DRA socket {instance.endpoint}")
@@ -107,7 +135,7 @@ def _start_plugin(cluster: LocalCluster) -> PluginProcess:
 
 
 def _show_slices(cluster: LocalCluster) -> None:
-    _title("2. Published ResourceSlices")
+    _title("3. Published ResourceSlices")
     for pool, items in cluster.complete_pools().items():
         for item in items:
             spec = item["spec"]
@@ -118,24 +146,23 @@ def _show_slices(cluster: LocalCluster) -> None:
             print(format_devices(spec.get("devices", [])))
 
 
-def _allocate_claims(cluster: LocalCluster) -> list[str]:
-    _title("3. Claims allocated by the scheduler stand-in")
-    nic_request = {"capacity": {"requests": {"bandwidth": "1G"}}}
-    claims = {
-        "gpu-claim": exactly("gpu", f"gpu.{cluster.driver_name}"),
-        "web-a": exactly("net", f"nic.{cluster.driver_name}", **nic_request),
-        "web-b": exactly("net", f"nic.{cluster.driver_name}", **nic_request),
-    }
-    for name, request in claims.items():
-        cluster.create_claim(name, request)
+def _allocate_claims(cluster: LocalCluster, kind_names: list[str]) -> list[str]:
+    _title("4. One claim per kind, allocated by the scheduler stand-in")
+    claims = []
+    for kind in kind_names:
+        # One device of the kind's class; a device several claims may use gives this
+        # claim a share of it, with the capacity its request policy defaults to.
+        name = f"{kind}-claim"
+        cluster.create_claim(name, exactly(kind, class_name(kind, cluster.driver_name)))
         allocated = cluster.allocate(name)
         for result in allocated["status"]["allocation"]["devices"]["results"]:
             print(f"default/{name}: {format_result(result)}")
-    return list(claims)
+        claims.append(name)
+    return claims
 
 
 def _prepare(cluster: LocalCluster, claims: list[str]) -> list[ClaimRef]:
-    _title("4. NodePrepareResources (kubelet -> plugin, DRA v1)")
+    _title("5. NodePrepareResources (kubelet -> plugin, DRA v1)")
     answer = cluster.prepare(*claims, version="v1")
     refs = [cluster.claim_ref(name) for name in claims]
     for ref in refs:
@@ -152,16 +179,33 @@ def _prepare(cluster: LocalCluster, claims: list[str]) -> list[ClaimRef]:
     return refs
 
 
-def _show_spec(cluster: LocalCluster, claim: str) -> None:
-    _title(f"5. CDI spec written for claim {claim}")
-    ref = cluster.claim_ref(claim)
-    spec_path = next(cluster.cdi_root.glob(f"*_{ref.uid}.json"))
-    print(spec_path)
-    print(json.dumps(json.loads(spec_path.read_text()), indent=2))
+def _show_container_env(cluster: LocalCluster, refs: list[ClaimRef]) -> None:
+    _title("6. What each container gets (its claim's CDI spec)")
+    for ref in refs:
+        spec_path = next(cluster.cdi_root.glob(f"*_{ref.uid}.json"))
+        spec = json.loads(spec_path.read_text())
+        print(f"claim {ref.name}: {spec_path.name} (cdiVersion {spec['cdiVersion']}, "
+              f"kind {spec['kind']})")
+        for line in container_edits_lines(spec.get("containerEdits") or {}):
+            print(f"  {line}")
+        for device in spec.get("devices", []):
+            print(f"  CDI device {spec['kind']}={device['name']}:")
+            for line in container_edits_lines(device.get("containerEdits") or {}):
+                print(f"    {line}")
+
+
+def container_edits_lines(edits: JSON) -> list[str]:
+    """CDI containerEdits as a person reads them: env entries, then device nodes, mounts
+    and hooks."""
+    lines = [f"env {entry}" for entry in edits.get("env", [])]
+    lines += [f"device node {node['path']}" for node in edits.get("deviceNodes", [])]
+    lines += [f"mount {m['hostPath']} -> {m['containerPath']}" for m in edits.get("mounts", [])]
+    lines += [f"hook {hook['hookName']} {hook['path']}" for hook in edits.get("hooks", [])]
+    return lines
 
 
 def _show_usage(cluster: LocalCluster) -> None:
-    _title("6. Capacity in use on the node (simdra usage)")
+    _title("7. Capacity in use on the node (simdra usage)")
     # The command a user runs (the harness does not import the command line).
     sys.stdout.flush()
     done = subprocess.run([sys.executable, "-m", "driver", "usage", "--plugin-dir",
@@ -171,7 +215,7 @@ def _show_usage(cluster: LocalCluster) -> None:
 
 
 def _unprepare(cluster: LocalCluster, refs: list[ClaimRef]) -> None:
-    _title("7. NodeUnprepareResources")
+    _title("8. NodeUnprepareResources")
     unprepared = cluster.unprepare(*refs, version="v1")
     failed = {uid: e["error"] for uid, e in unprepared.items() if e["error"]}
     if failed:
@@ -181,7 +225,7 @@ def _unprepare(cluster: LocalCluster, refs: list[ClaimRef]) -> None:
 
 
 def _stop(cluster: LocalCluster, plugin: PluginProcess) -> None:
-    _title("8. Plugin stopped with SIGTERM")
+    _title("9. Plugin stopped with SIGTERM")
     code = plugin.stop(signal.SIGTERM)
     # The plugin's sockets only: the kubelet's own (PodResources) stays while it runs.
     sockets = sorted(str(p) for d in (cluster.registrar_dir, cluster.plugins_dir)

@@ -11,6 +11,7 @@ from jsonschema import Draft7Validator
 from driver.claims.preparer import Preparer
 from driver.claims.source import StaticClaimSource
 from driver.claims.types import ClaimRef
+from driver.devices.kind_registry import builtin_kinds
 from driver.devices.model import Device, Inventory, Pool
 from driver.devices.profiles import profile_inventory
 from driver.slices.desired import desired_pool
@@ -231,7 +232,7 @@ class ProfileCluster:
         self.slices = profile_slices(self.inventory)
         self.classes = {
             name: device_class(name, DRIVER, selectors=(f'{ATTR}.type == "{name}"',))
-            for name in ("gpu", "nic")
+            for name in builtin_kinds().names()  # classes named by the kind alone
         }
         self.source = StaticClaimSource()
         self.allocated: dict[str, dict[str, Any]] = {}

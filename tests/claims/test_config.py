@@ -311,25 +311,3 @@ def test_a_kinds_own_config_is_strict(parameters, problem):
         _slot_plan(parameters)
 
     assert problem in str(info.value)
-
-
-@pytest.mark.parametrize(("attributes", "handlers"), [
-    ({"index": "NAME"}, None),
-    ({"index": "CAPACITY_MEMORY"}, None),
-    ({"index": "gpu-index"}, None),
-    (None, "twice"),
-])
-def test_bad_claim_rules_of_a_backend_are_refused_at_start(attributes, handlers):
-    from driver.claims.config.kinds import GpuConfigHandler
-    from driver.claims.rules import rules_for
-
-    class Backend:
-        pass
-
-    if attributes is not None:
-        Backend.env_attributes = attributes
-    if handlers == "twice":
-        Backend.config_handlers = (GpuConfigHandler(), GpuConfigHandler())
-
-    with pytest.raises(ValueError, match=r"Backend\.(env_attributes|config_handlers)"):
-        rules_for(Backend())

@@ -130,10 +130,12 @@ def test_build_context_holds_the_package_and_nothing_local(dockerfile, ignore_ru
     files = context_files(REPO, sources, ignore_rules)
 
     assert sorted(sources) == ["README.md", "driver", "pyproject.toml",
-                               "requirements/build.lock", "requirements/runtime.lock"]
-    assert {"pyproject.toml", "README.md", "driver/cli/run.py"} <= set(files)
-    # The demo's harness stays out of the plugin image.
+                               "requirements/build.lock", "requirements/runtime.lock", "simdra"]
+    assert {"pyproject.toml", "README.md", "driver/cli/run.py", "simdra/__init__.py",
+            "driver/kinds/gpu.py"} <= set(files)
+    # The demo's harness stays out of the plugin image, its public face too.
     assert not [f for f in files if f.startswith("driver/testing/")]
+    assert "simdra/testing.py" not in files
     assert "driver/cli/demo.py" in files
     assert any(f.startswith("driver/kubelet/gen/") for f in files), "generated gRPC code"
     assert not [f for f in files if "__pycache__" in f or re.search(r"\.py[co]$", f)]

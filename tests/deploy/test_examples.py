@@ -19,9 +19,8 @@ import pytest
 from driver.core.quantity import parse_quantity
 from driver.core.validation import validate_slice
 from driver.devices.backend import FakeBackend
-from driver.devices.loader import load_backend_class
+from driver.devices.kind_registry import builtin_kinds
 from driver.devices.model import Inventory
-from driver.devices.registry import BACKENDS
 from driver.slices.desired import desired_pools
 from driver.testing.allocation.builders import resource_slice
 from driver.testing.allocation.cel import DeviceView, compile_selector
@@ -45,13 +44,9 @@ def class_types(classes: dict[str, JSON]) -> dict[str, str]:
     return types
 
 
-def registered_device_types() -> dict[str, str]:
-    """Device type -> the registered backend that publishes it (first one wins)."""
-    types: dict[str, str] = {}
-    for name, spec in BACKENDS.items():
-        for device_type in load_backend_class(spec).device_types:
-            types.setdefault(device_type, name)
-    return types
+def registered_device_types() -> tuple[str, ...]:
+    """The names of simdra's registered device kinds (the `type` attribute values)."""
+    return builtin_kinds().names()
 
 
 def plugin_env(objects: list[JSON]) -> dict[str, str]:
@@ -143,7 +138,7 @@ def test_every_registered_device_type_has_one_device_class(classes):
 
 def test_device_classes_select_our_devices_by_type(rendered, classes, tmp_path):
     driver, inventory = overlay_inventory(rendered["overlays/fake"], tmp_path)
-    fake_types = set(FakeBackend.device_types)
+    fake_types = {kind.name for kind in builtin_kinds().kinds if kind.profiles}
 
     for name, device_type in class_types(classes).items():
         if device_type not in fake_types:  # published by other backends, tested there

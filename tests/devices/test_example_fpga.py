@@ -10,8 +10,8 @@ import pytest
 
 from driver.core.validation import validate_device
 from driver.devices.backend import BackendContext
-from driver.devices.examples.fpga import FpgaBackend
 from driver.devices.model import Device, Inventory
+from driver.kinds.fpga import FpgaBackend
 from tests.devices.sysfs_trees import SysfsTree
 
 NODE = "node-a"

@@ -7,8 +7,10 @@ import pytest
 from driver.core.quantity import parse_quantity
 from driver.core.validation import MAX_CONSUMES_COUNTERS, validate_slice_spec
 from driver.devices.backend import FakeBackend
-from driver.devices.profiles import PARTITION_SHAPES, profile_inventory
+from driver.devices.kind_registry import builtin_kinds
+from driver.devices.profiles import profile_inventory
 from driver.devices.request_policy import consumed_amount
+from driver.kinds.gpu import PARTITION_SHAPES
 from driver.slices.checks import pool_rule_problems
 from driver.slices.desired import desired_pool
 
@@ -24,7 +26,7 @@ def _pool(profile: str, count: int = 2):
 
 @pytest.mark.parametrize(
     "profile",
-    ["gpu", "nic", "gpu,nic", "gpu-shared", "gpu-shared,nic", "gpu-partitioned,nic"],
+    [*sorted(builtin_kinds().profiles()), "gpu,nic", "gpu-shared,nic", "gpu-partitioned,nic"],
 )
 def test_every_slice_of_every_profile_passes_api_validation(profile):
     pool = _pool(profile, count=8)
@@ -114,7 +116,7 @@ def test_device_identities_are_stable_per_node_and_unique_across_nodes():
     ("profiles", "message"),
     [
         ("tpu", "unknown device profile 'tpu'"),
-        ("gpu,gpu-shared", "device profiles gpu and gpu-shared both name their GPUs"),
+        ("gpu,gpu-shared", "device profiles gpu and gpu-shared are both of kind .gpu."),
         ("nic,nic", "device profile 'nic' is listed twice"),
     ],
 )

@@ -17,8 +17,8 @@ from driver.devices.backend import FakeBackend
 from driver.devices.faults import FaultFile, fault_file_path
 from driver.devices.live import LiveDevices, NodeView
 from driver.devices.model import Device, Inventory, Pool
-from driver.devices.sysfs import SysfsBackend
-from driver.devices.sysfs.nvml import NoNvml
+from driver.kinds.sysfs import SysfsBackend
+from driver.kinds.sysfs.nvml import NoNvml
 from tests.devices.sysfs_trees import SysfsTree, nic_node
 
 DRIVER, NODE = "dra.example.com", "node-1"

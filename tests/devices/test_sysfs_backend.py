@@ -9,8 +9,8 @@ import pytest
 from driver.core.validation import validate_device
 from driver.devices.backend import DeviceBackend
 from driver.devices.model import Inventory
-from driver.devices.sysfs import SysfsBackend
-from driver.devices.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
+from driver.kinds.sysfs import SysfsBackend
+from driver.kinds.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
 from tests.devices.sysfs_trees import GIB, SysfsTree, gpu_node, nic_node
 
 NODE = "worker-1"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from driver.devices.model import Device, Inventory
-from driver.devices.sysfs import SysfsBackend
-from driver.devices.sysfs.gpus import device_node
-from driver.devices.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
+from driver.kinds.sysfs import SysfsBackend
+from driver.kinds.sysfs.gpus import device_node
+from driver.kinds.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
 from tests.devices.sysfs_trees import GIB, SysfsTree, gpu_node
 
 NODE = "node-a"

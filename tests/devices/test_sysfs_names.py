@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from driver.devices.sysfs.names import gpu_name, nic_name, unique_names
+from driver.devices.sysfs.names import label, unique_names
 from driver.devices.sysfs.values import string_attr, to_semver
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -18,27 +18,27 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     ("10000:e1:00.0", "gpu-10000-e1-00-0"),  # VMD domains are wider than 4 digits
 ])
 def test_gpu_names_follow_the_pci_address(address: str, expected: str) -> None:
-    assert gpu_name(address) == expected
+    assert label("gpu", address) == expected
 
 
 @pytest.mark.parametrize("interface", ["eth0", "enp59s0f0np0", "br-4f2a9c1d7e3b"])
 def test_label_shaped_interface_names_are_kept(interface: str) -> None:
-    assert nic_name(interface) == f"nic-{interface}"
+    assert label("nic", interface) == f"nic-{interface}"
 
 
 @pytest.mark.parametrize("interface", ["Eth0", "eth0.100", "eth0_1", "-x-", "wlan@0",
                                        "\u0432\u0435th", "a" * 70])
 def test_other_interface_names_become_dns_labels(interface: str) -> None:
-    name = nic_name(interface)
+    name = label("nic", interface)
 
     assert DNS_LABEL.match(name) and len(name) <= 63
-    assert nic_name(interface) == name  # stable
+    assert label("nic", interface) == name  # stable
 
 
 def test_sanitized_names_of_different_interfaces_do_not_meet() -> None:
     interfaces = ["eth0", "Eth0", "ETH0", "eth0.1", "eth0_1", "eth0-1"]
 
-    assert len({nic_name(i) for i in interfaces}) == len(interfaces)
+    assert len({label("nic", i) for i in interfaces}) == len(interfaces)
 
 
 def test_name_collisions_resolve_by_identity_not_scan_order() -> None:

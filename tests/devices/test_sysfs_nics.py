@@ -8,9 +8,9 @@ import psutil
 import pytest
 
 from driver.devices.model import Device, Inventory
-from driver.devices.sysfs import SysfsBackend, hostnet
-from driver.devices.sysfs.nics import NicFacts, bandwidth_capacity, fill_unknown
-from driver.devices.sysfs.nvml import NoNvml
+from driver.kinds.sysfs import SysfsBackend, hostnet
+from driver.kinds.sysfs.nics import NicFacts, bandwidth_capacity, fill_unknown
+from driver.kinds.sysfs.nvml import NoNvml
 from tests.devices.sysfs_trees import SysfsTree, nic_node
 
 PHYSICAL = ["nic-eno1", "nic-enp94s0f0", "nic-enp94s0f1", "nic-eth0"]

@@ -15,8 +15,9 @@ import yaml
 
 from driver.cli import main
 from driver.config import Config
-from driver.devices.examples.fpga import FpgaBackend
 from driver.devices.loader import BackendSpecError, load_backend_class
+from driver.devices.registry import BACKENDS
+from driver.kinds.fpga import FpgaBackend
 from driver.plugin import make_backend
 from driver.testing.allocation.builders import exactly
 from driver.testing.cluster import LocalCluster
@@ -25,7 +26,7 @@ from tests.devices.sysfs_trees import SysfsTree
 from tests.devices.test_example_fpga import fpga_node
 
 REPO = Path(__file__).resolve().parents[2]
-FPGA_BACKEND = "driver.devices.examples.fpga:FpgaBackend"
+FPGA_BACKEND = "driver.kinds.fpga:FpgaBackend"
 
 
 def test_fpga_backend_publishes_allocates_and_prepares(cluster: LocalCluster) -> None:
@@ -74,22 +75,22 @@ def test_make_backend_constructs_the_named_class_with_a_context(tmp_path: Path, 
     tree = fpga_node(SysfsTree(tmp_path))
     config = Config(node_name="node-x", device_backend=name, sysfs_root=tree.sys)
 
-    backend = make_backend(config)
+    backend, kinds = make_backend(config)
 
     assert isinstance(backend, FpgaBackend)
+    assert "fpga" in kinds.names()
     assert [p.name for p in backend.discover().pools] == ["node-x"]
 
 
-def test_a_backend_without_claim_rules_gets_the_default_ones(tmp_path: Path) -> None:
-    from driver.claims.env import DEFAULT_ENV_ATTRIBUTES
+def test_the_claim_rules_are_those_of_the_registered_kinds(tmp_path: Path) -> None:
     from driver.claims.rules import rules_for
 
-    rules = rules_for(object())
+    _, kinds = make_backend(Config(node_name="n", device_backend="fpga", sysfs_root=tmp_path))
+    rules = rules_for(kinds)
 
     assert [h.kind for h in rules.config_handlers] == ["GpuConfig", "NicConfig"]
-    assert dict(rules.env_attributes) == DEFAULT_ENV_ATTRIBUTES
-    assert rules_for(make_backend(Config(node_name="n", device_backend="fpga",
-                                         sysfs_root=tmp_path))).config_handlers == ()
+    assert rules.env_attributes["state"] == "STATE"  # FpgaKind's, brought by its backend
+    assert rules.env_attributes["interfaceName"] == "INTERFACE_NAME"  # NicKind's
 
 
 def test_import_errors_inside_the_backend_module_are_told_apart(
@@ -109,10 +110,10 @@ def test_import_errors_inside_the_backend_module_are_told_apart(
 
 @pytest.mark.parametrize(("spec", "problem"), [
     ("fpgas", "not of the form package.module:ClassName"),
-    ("driver.devices.examples.fpga:", "not of the form package.module:ClassName"),
+    ("driver.kinds.fpga:", "not of the form package.module:ClassName"),
     ("no_such_package.backends:Thing", "no module named 'no_such_package'"),
-    ("driver.devices.examples.fpga:FpgaBackends", "has no attribute 'FpgaBackends'"),
-    ("driver.devices.examples.fpga:PCI_BUS_ID", "is a str, not a class"),
+    ("driver.kinds.fpga:FpgaBackends", "has no attribute 'FpgaBackends'"),
+    ("driver.kinds.fpga:PCI_BUS_ID", "is a str, not a class"),
     ("driver.devices.model:Inventory", "has no discover() method"),
 ])
 def test_bad_backend_spec_is_a_usage_error_naming_the_flag(
@@ -134,5 +135,6 @@ def test_bad_backend_from_the_environment_exits_2_before_connecting(tmp_path: Pa
 
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "simdra run: --device-backend='vendor.fpga:Missing': must be one of fake, sysfs, fpga or "
-        "package.module:ClassName; no module named 'vendor' on the plugin's Python path"]
+        "simdra run: --device-backend='vendor.fpga:Missing': must be one of "
+        f"{', '.join(BACKENDS)} or package.module:ClassName; no module named 'vendor' on the "
+        "plugin's Python path"]

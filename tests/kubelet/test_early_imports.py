@@ -38,7 +38,7 @@ current-context: c
 """
 
 _LATER = ("urllib3", "kubernetes", "driver.kubeapi.client",
-          "driver.devices.sysfs.backend", "driver.claims.preparer", "driver.slices",
+          "driver.kinds.sysfs.backend", "driver.claims.preparer", "driver.slices",
           "driver.plugin")
 
 

@@ -1,12 +1,12 @@
-"""Opaque device configuration of this driver (`simdra.dra.example.com/v1alpha1`).
+"""Opaque device configuration: applying the config kinds the registered device kinds
+declare (e.g. simdra's `simdra.dra.example.com/v1alpha1` GpuConfig and NicConfig).
 
 DeviceClasses and claims carry driver parameters as opaque JSON (api-facts 5.1, 5.2). This
-package turns them into typed settings and their effect on a prepared device:
+package turns them into typed settings and their effect on a prepared device; what one
+config kind provides (`ConfigHandler`: decode, value rules, device rules, env) and the
+strict `FieldReader` are in `driver.devices.config_handler`, the built-in handlers in
+`driver.kinds`:
 
-* `handler`: what one kind provides (`ConfigHandler`: decode, value rules, device
-  rules, env) and the strict `FieldReader`; a device kind brings its own handlers;
-* `kinds`: the handlers of the built-in kinds, `GpuConfig` and `NicConfig`
-  (`types`: their fields, `validate`: their value rules);
 * `decode`: strict JSON -> a kind's config (apiVersion/kind required and known, unknown
   fields rejected, wrong JSON types rejected), every problem with its field path;
 * `apply`: which entries configure which device (class entries first, claim entries

@@ -24,7 +24,7 @@ from typing import Any
 
 from driver.claims.allocation import OpaqueConfig
 from driver.claims.config.decode import ConfigError, decode_config
-from driver.claims.config.handler import ConfigHandler, ConfigTarget
+from driver.devices.config_handler import ConfigHandler, ConfigTarget
 
 __all__ = ["ConfigEntry", "ConfigTarget", "Resolved", "decode_entries", "merged",
            "resolve_all"]

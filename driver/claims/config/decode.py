@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from driver.claims.config.handler import ConfigError, ConfigHandler, FieldReader, show
+from driver.devices.config_handler import ConfigError, ConfigHandler, FieldReader, show
 
 __all__ = ["ConfigError", "decode_config"]
 

@@ -25,6 +25,12 @@ def validate_device(
 
     `per_device_node_selection` is the slice's `spec.perDeviceNodeSelection`: when true the
     device must pick exactly one of nodeName/nodeSelector/allNodes, otherwise none.
+
+    Example (in a driver's test)::
+
+        assert validate_device(device.spec, "spec.devices[0]") == []
+        validate_device({"name": "Crypto_0"}, "spec.devices[0]")
+        # [FieldError(field="spec.devices[0].name", message='Invalid value: "Crypto_0": ...')]
     """
     if not is_map(device):
         return [invalid(path, type(device).__name__, "must be a JSON object")]

@@ -17,16 +17,6 @@ _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _NOT_LABEL = re.compile(r"[^a-z0-9]+")
 
 
-def gpu_name(pci_address: str) -> str:
-    """`gpu-` plus the PCI address with separators as dashes: `gpu-0000-3b-00-0`."""
-    return label("gpu", pci_address)
-
-
-def nic_name(interface: str) -> str:
-    """`nic-` plus the interface name; see `label` for names that are not DNS labels."""
-    return label("nic", interface)
-
-
 def label(prefix: str, ident: str) -> str:
     """`<prefix>-<ident>` as a DNS label.
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from driver.devices.sysfs.files import read_text
+from simdra.sysfs import read_text
 
 RTF_UP = 0x0001  # linux/route.h: the route is usable
 RTF_REJECT = 0x0200  # an unreachable route, such as the kernel's ::/0 on lo

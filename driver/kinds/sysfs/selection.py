@@ -7,7 +7,7 @@ share: by default the backend leaves out
   `CONSOLE_DISPLAY_VENDORS`, i.e. a server's BMC video (ASPEED, Matrox G200) or a
   virtual machine's emulated screen. NVIDIA, AMD and Intel display functions stay;
 - the node's uplink: the interfaces that carry a default route, and the interfaces below
-  them (bond slaves, bridge ports, VLAN parents), found by `driver.devices.sysfs.routes`.
+  them (bond slaves, bridge ports, VLAN parents), found by `driver.kinds.sysfs.routes`.
 
 `--sysfs-deny` and `--sysfs-allow` refine that by selectors (`pci:<address>`,
 `vendor:<id>`, `iface:<name>`): a denied device is never published; an allowed one is
@@ -16,12 +16,11 @@ published even where a default rule would leave it out. Deny wins over allow.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from driver.devices.sysfs.nics import NicFacts
-from driver.devices.sysfs.pci import PciFunction
+from driver.kinds.sysfs.nics import NicFacts
+from simdra.sysfs import PciFunction, Selector
 
 # Vendors whose VGA-compatible functions drive a console, not computations (PCI ids):
 # the one place to extend when another board's BMC shows up as a GPU.
@@ -36,24 +35,6 @@ CONSOLE_DISPLAY_VENDORS: Mapping[int, str] = {
     0x15AD: "VMware SVGA emulated video",
 }
 VGA_CLASS = 0x0300  # base class display (0x03), subclass VGA-compatible (0x00)
-
-SELECTOR_KEYS = ("pci", "vendor", "iface")
-_PCI_ADDRESS = re.compile(r"^(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$")
-_VENDOR = re.compile(r"^(?:0x)?([0-9a-f]{1,4})$")
-_IFACE = re.compile(r"^[^\s/:,]{1,15}$")  # the kernel's IFNAMSIZ and dev_valid_name
-
-
-@dataclass(frozen=True)
-class Selector:
-    """One `key:value` of --sysfs-allow/--sysfs-deny, normalised (`pci:0000:3b:00.0`,
-    `vendor:0x10de`, `iface:eth1`)."""
-
-    key: str
-    value: str
-
-    def __str__(self) -> str:
-        return f"{self.key}:{self.value}"
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -83,36 +64,6 @@ class Rules:
 
 
 NO_RULES = Rules()
-
-
-def parse_selectors(text: str) -> tuple[Selector, ...]:
-    """A comma list of selectors (empty text: none); ValueError names the first bad one."""
-    items = [item.strip() for item in text.split(",")] if text.strip() else []
-    return tuple(parse_selector(item) for item in items)
-
-
-def parse_selector(item: str) -> Selector:
-    """One `pci:<[domain:]bus:dev.fn>`, `vendor:<hex id>` or `iface:<name>` selector."""
-    key, sep, value = item.partition(":")
-    key = key.strip().lower()
-    if not sep or key not in SELECTOR_KEYS:
-        raise ValueError(f"{item!r} is not key:value with key one of {', '.join(SELECTOR_KEYS)}"
-                         " (e.g. pci:0000:3b:00.0, vendor:0x10de, iface:eth1)")
-    if key == "pci":
-        match = _PCI_ADDRESS.match(value.lower())
-        if match is None:
-            raise ValueError(f"{item!r} is not a PCI address like 0000:3b:00.0")
-        domain, bus, device, function = match.groups()
-        return Selector("pci", f"{domain or '0000'}:{bus}:{device}.{function}")
-    if key == "vendor":
-        vendor = _VENDOR.match(value.lower())
-        if vendor is None:
-            raise ValueError(f"{item!r} is not a PCI vendor id like 0x10de")
-        return Selector("vendor", f"0x{int(vendor[1], 16):04x}")
-    if not _IFACE.match(value) or value in (".", ".."):
-        raise ValueError(f"{item!r} is not a network interface name (1-15 characters, "
-                         "no space, / or :)")
-    return Selector("iface", value)
 
 
 def console_display_reason(class_code: int | None, vendor_id: int | None) -> str | None:

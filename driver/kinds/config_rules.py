@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from driver.claims.config.types import (
+from driver.kinds.config_types import (
     MPS,
     MTU_RANGE,
     SHARING_STRATEGIES,

@@ -11,7 +11,7 @@ import logging
 
 import psutil
 
-from driver.devices.sysfs.nics import NicFacts, NicFallback
+from driver.kinds.sysfs.nics import NicFacts, NicFallback
 
 log = logging.getLogger(__name__)
 

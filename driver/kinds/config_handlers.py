@@ -1,13 +1,15 @@
-"""The config handlers of simdra's built-in device types: GpuConfig for `gpu` devices,
-NicConfig for `nic` devices (fields in `types.py`, value rules in `validate.py`)."""
+"""The config handlers of simdra's own device kinds: GpuConfig for `gpu` devices,
+NicConfig for `nic` devices (fields in `config_types.py`, value rules in
+`config_rules.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
 
-from driver.claims.config.handler import API_VERSION, ConfigTarget, FieldReader
-from driver.claims.config.types import (
+from driver.kinds.config_rules import validation_problems
+from driver.kinds.config_types import (
+    API_VERSION,
     TIME_SLICING,
     GpuConfig,
     GpuSharing,
@@ -15,8 +17,7 @@ from driver.claims.config.types import (
     NicConfig,
     TimeSlicing,
 )
-from driver.claims.config.validate import validation_problems
-from driver.core.quantity import ceil_int, format_quantity, quantity_text
+from simdra import ConfigTarget, FieldReader, ceil_int, format_quantity, quantity_text
 
 # Env keys (after the per-device prefix, see `driver.claims.env`).
 GPU_ENV = "GPU_"
@@ -113,8 +114,6 @@ class NicConfigHandler:
             env += quantity_env(f"{NIC_ENV}RATE_LIMIT", config.rate_limit)
         return env
 
-
-BUILTIN_HANDLERS = (GpuConfigHandler(), NicConfigHandler())
 
 
 def at_most(amount: Fraction, target: ConfigTarget, capacity: str, path: str) -> list[str]:

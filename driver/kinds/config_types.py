@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from driver.claims.config.handler import API_VERSION
-from driver.core.quantity import format_quantity
+from simdra import format_quantity
+
+API_GROUP = "simdra.dra.example.com"
+API_VERSION = f"{API_GROUP}/v1alpha1"
 
 TIME_SLICING = "TimeSlicing"
 MPS = "MPS"

@@ -16,14 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from driver.core.quantity import format_quantity
-from driver.devices.model import JSON
-from driver.devices.sysfs.draft import DeviceDraft, pci_attributes
-from driver.devices.sysfs.files import read_int
-from driver.devices.sysfs.names import gpu_name
-from driver.devices.sysfs.nvml import NvmlGpu, NvmlSnapshot, cuda_version_text
-from driver.devices.sysfs.pci import PciFunction
-from driver.devices.sysfs.values import string_attr, to_semver, version_attr
+from driver.kinds.sysfs.draft import DeviceDraft, pci_attributes
+from driver.kinds.sysfs.nvml import NvmlGpu, NvmlSnapshot, cuda_version_text
+from simdra import JSON, format_quantity
+from simdra.sysfs import PciFunction, label, read_int, string_attr, to_semver, version_attr
 
 # Driver-wide NVIDIA nodes every CUDA container needs besides its GPU's /dev/nvidiaN.
 NVIDIA_CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")
@@ -90,7 +86,7 @@ def gpu_draft(function: PciFunction, facts: GpuFacts, nvml_gpu: NvmlGpu | None,
     if capacity:
         spec["capacity"] = capacity
     edits: JSON = {"deviceNodes": [device_node(n, dev_root) for n in nodes]} if nodes else {}
-    return DeviceDraft(name=gpu_name(function.address), identity=function.address, spec=spec,
+    return DeviceDraft(name=label("gpu", function.address), identity=function.address, spec=spec,
                        container_edits=edits)
 
 

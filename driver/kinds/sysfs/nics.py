@@ -14,13 +14,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driver.core.quantity import format_quantity
-from driver.devices.model import JSON
-from driver.devices.sysfs.draft import DeviceDraft, pci_attributes
-from driver.devices.sysfs.files import follow, read_int, read_text, resolve
-from driver.devices.sysfs.names import nic_name
-from driver.devices.sysfs.pci import PciFunction, owning_function
-from driver.devices.sysfs.values import bool_attr, int_attr, string_attr
+from driver.kinds.sysfs.draft import DeviceDraft, pci_attributes
+from simdra import JSON, format_quantity
+from simdra.sysfs import (
+    PciFunction,
+    bool_attr,
+    follow,
+    int_attr,
+    label,
+    owning_function,
+    read_int,
+    read_text,
+    resolve,
+    string_attr,
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +119,7 @@ def nic_draft(facts: NicFacts) -> DeviceDraft:
     bandwidth = bandwidth_capacity(facts.speed_mbps)
     if bandwidth:
         spec["capacity"] = {"bandwidth": bandwidth}
-    return DeviceDraft(name=nic_name(facts.interface), identity=facts.interface, spec=spec)
+    return DeviceDraft(name=label("nic", facts.interface), identity=facts.interface, spec=spec)
 
 
 def bandwidth_capacity(speed_mbps: int | None) -> JSON | None:

@@ -1,6 +1,7 @@
-"""FpgaBackend: FPGA cards as exclusive DRA devices, a worked example of a custom backend.
+"""FPGA cards as exclusive DRA devices: the kind (FpgaKind) and the backend that finds them
+in sysfs (FpgaBackend), a worked example of discovering real hardware with `simdra`.
 
-    simdra run --device-backend fpga    # or driver.devices.examples.fpga:FpgaBackend
+    simdra run --device-backend fpga    # or driver.kinds.fpga:FpgaBackend
 
 It reads the kernel's FPGA manager class (Documentation/ABI/testing/
 sysfs-class-fpga-manager): one `<sysfs>/class/fpga_manager/fpga<N>` per FPGA, with
@@ -34,11 +35,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from driver.devices.backend import BackendContext
-from driver.devices.model import JSON, Device, Inventory, Pool
-from driver.devices.sysfs.files import read_text, resolve
-from driver.devices.sysfs.names import label, unique_names
-from driver.devices.sysfs.values import string_attr
+from simdra import JSON, BackendContext, Device, DeviceKind, Inventory, Pool
+from simdra.sysfs import label, read_text, resolve, string_attr, unique_names
 
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # a standard attribute (api-facts 4.7)
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -63,14 +61,21 @@ class FpgaCard:
         return self.pci_address or self.parent or self.manager
 
 
+class FpgaKind(DeviceKind):
+    """FPGA cards found in sysfs (--device-backend fpga), except those whose last programming
+    failed."""
+
+    name = "fpga"
+    # What a workload needs to know about its card, besides name, pool and type.
+    env_attributes = {"manager": "MANAGER", "state": "STATE", PCI_BUS_ID: "PCI_BUS_ID"}
+    device_class_condition = '!device.attributes["DRIVER"].state.endsWith("error")'
+
+
 class FpgaBackend:
     """The DeviceBackend: every FPGA manager under `context.sysfs_root`, in one pool
     named after the node."""
 
-    device_types = ("fpga",)
-    # What a workload needs to know about its card, besides name, pool and type.
-    env_attributes = {"manager": "MANAGER", "state": "STATE", PCI_BUS_ID: "PCI_BUS_ID"}
-    config_handlers = ()  # the cards take no opaque configuration
+    kinds = (FpgaKind,)
 
     def __init__(self, context: BackendContext) -> None:
         self.sysfs_root = Path(context.sysfs_root)

@@ -6,27 +6,29 @@ import logging
 from collections.abc import Hashable
 from pathlib import Path
 
-from driver.devices.backend import BackendContext
-from driver.devices.model import Device, Inventory, Pool
-from driver.devices.stamps import link_targets_stamp, listing_stamp
-from driver.devices.sysfs.draft import DeviceDraft
-from driver.devices.sysfs.gpus import gpu_drafts, present_control_nodes
-from driver.devices.sysfs.names import unique_names
-from driver.devices.sysfs.nics import NicFallback, nic_draft, read_nics
-from driver.devices.sysfs.nvml import NvmlSource, PynvmlSource
-from driver.devices.sysfs.pci import list_pci_functions
-from driver.devices.sysfs.routes import (
+from driver.kinds.sysfs.draft import DeviceDraft
+from driver.kinds.sysfs.gpus import gpu_drafts, present_control_nodes
+from driver.kinds.sysfs.nics import NicFallback, nic_draft, read_nics
+from driver.kinds.sysfs.nvml import NvmlSource, PynvmlSource
+from driver.kinds.sysfs.routes import (
     absent_interfaces,
     read_default_routes,
     sysfs_lowers,
     uplink_reasons,
 )
-from driver.devices.sysfs.selection import (
+from driver.kinds.sysfs.selection import (
     NO_RULES,
     Rules,
     Selection,
     choose,
+)
+from simdra import BackendContext, Device, Inventory, Pool
+from simdra.sysfs import (
+    link_targets_stamp,
+    list_pci_functions,
+    listing_stamp,
     parse_selectors,
+    unique_names,
 )
 
 log = logging.getLogger(__name__)
@@ -41,14 +43,14 @@ class SysfsBackend:
     `sysfs_root`, `dev_root` and `proc_root` default to the host's; tests and containers
     point them elsewhere. `dev_root` is where device nodes are on the host, as the
     container runtime will open them; `proc_root` is where the host's default routes are
-    read (`driver.devices.sysfs.routes`; default: /proc for the real /sys, else none).
-    `rules` refine which devices are left out (`driver.devices.sysfs.selection`; by
+    read (`driver.kinds.sysfs.routes`; default: /proc for the real /sys, else none).
+    `rules` refine which devices are left out (`driver.kinds.sysfs.selection`; by
     default BMC displays and the uplink NICs). NVIDIA GPUs get NVML facts when `nvml`
     (default: pynvml) is available.
     psutil fills interface facts that sysfs leaves unknown, but only for the real `/sys`.
     """
 
-    device_types = ("gpu", "nic")
+    kinds = ("gpu", "nic")  # the registered kinds of the devices it publishes
 
     def __init__(self, sysfs_root: Path = REAL_SYSFS, dev_root: Path = Path("/dev"), *,
                  node_name: str, driver_name: str, include_virtual_nics: bool = False,
@@ -138,7 +140,7 @@ class SysfsBackend:
     def _fallback(self) -> NicFallback | None:
         if self.sysfs_root.resolve() != REAL_SYSFS:
             return None
-        from driver.devices.sysfs.hostnet import psutil_fallback
+        from driver.kinds.sysfs.hostnet import psutil_fallback
 
         return psutil_fallback()
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from driver.devices.model import JSON, Device
-from driver.devices.sysfs.pci import BDF, PciFunction, id_text
-from driver.devices.sysfs.values import int_attr, string_attr
+from simdra import JSON, Device
+from simdra.sysfs import BDF, PciFunction, id_text, int_attr, string_attr
 
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"

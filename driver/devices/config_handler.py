@@ -1,8 +1,8 @@
 """What a kind of opaque configuration provides: the `ConfigHandler` protocol, and the
 strict field reader handlers decode with.
 
-A device kind that takes per-claim parameters declares one handler per config kind (the
-backend's `config_handlers`, see docs/driver-authors.md). The plugin does the rest:
+A device kind that takes per-claim parameters declares one handler per config kind (its
+`config_handlers`, see `driver.devices.kind` and docs/driver-authors.md). The plugin does the rest:
 picks the handler by `kind`, checks `apiVersion`, rejects unknown fields, applies class
 entries before claim entries (the claim wins, field by field), filters by `requests`
 and device type, and puts the handler's env entries into the container's environment.
@@ -17,12 +17,16 @@ from typing import Any, Protocol
 
 from driver.core.quantity import QuantityError, format_quantity, parse_quantity
 
-API_GROUP = "simdra.dra.example.com"
-API_VERSION = f"{API_GROUP}/v1alpha1"
-
 
 class ConfigError(ValueError):
-    """One or more problems of one opaque config entry, each naming its field."""
+    """One or more problems of one opaque config entry, each naming its field.
+
+    Example::
+
+        error = ConfigError([f"{path}.algorithm: 'des' is not one of aes-gcm, sha256"])
+        str(error)       # the problems joined by "; ": one line for the prepare's answer
+        error.problems   # the list, as given
+    """
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
@@ -31,7 +35,14 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ConfigTarget:
-    """A prepared device as config sees it."""
+    """A prepared device as config sees it.
+
+    Example (what `ConfigHandler.device_problems` is given)::
+
+        ConfigTarget(requests=("crypto",), device_type="crypto",
+                     label="device node-1/crypto-0 share 5f0c...",
+                     granted={"sessions": Fraction(4)})
+    """
 
     requests: tuple[str, ...]  # as allocated
     device_type: str
@@ -45,9 +56,26 @@ class ConfigHandler(Protocol):
     The decoded config must be a frozen dataclass whose fields are all optional (None:
     not set), so that a claim entry can override a class entry field by field, with a
     `to_json()` giving its canonical JSON (recorded with the prepared claim).
+
+    Example::
+
+        class CryptoConfigHandler:  # a ConfigHandler: a structural protocol, no base class
+            api_version = "crypto.example.com/v1alpha1"
+            kind = "CryptoConfig"
+            device_type = "crypto"
+
+            def decode(self, fields: FieldReader) -> CryptoConfig:
+                return CryptoConfig(algorithm=fields.string("algorithm"))
+
+            def problems(self, config: CryptoConfig, path: str) -> list[str]: ...
+            def device_problems(self, config, target, origin) -> list[str]: ...
+            def env(self, config: CryptoConfig) -> list[tuple[str, str]]: ...
+
+        class CryptoKind(DeviceKind):
+            config_handlers = (CryptoConfigHandler(),)
     """
 
-    api_version: str  # e.g. "simdra.dra.example.com/v1alpha1"
+    api_version: str  # its group and version, e.g. "simdra.dra.example.com/v1alpha1"
     kind: str  # e.g. "GpuConfig"
     device_type: str  # the `type` attribute of the devices it configures
 
@@ -75,7 +103,17 @@ class ConfigHandler(Protocol):
 
 class FieldReader:
     """Reads the fields of one JSON object strictly, each problem with its field path,
-    remembering which fields were read so that the rest can be reported as unknown."""
+    remembering which fields were read so that the rest can be reported as unknown.
+
+    Example::
+
+        problems: list[str] = []
+        fields = FieldReader({"queueDepth": "8", "colour": 1}, "parameters", problems)
+        fields.integer("queueDepth")  # None
+        fields.finish()
+        problems  # ["parameters.queueDepth: '8' is not an integer",
+                  #  "parameters.colour: unknown field"]
+    """
 
     def __init__(self, raw: Mapping[str, Any], path: str, problems: list[str]) -> None:
         self.raw = raw

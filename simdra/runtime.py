@@ -1,0 +1,68 @@
+"""The parts of the plugin, for a driver that assembles its own: each is what `simdra run`
+uses, with the same guarantees (crash-safe files, one-line errors, bounded texts).
+
+The plugin as a whole::
+
+    from simdra.runtime import Config, run_plugin
+    raise SystemExit(run_plugin(config))   # registration, DRA + health services,
+                                           # slice publishing, prepare/unprepare, metrics
+
+One part at a time::
+
+    publisher = Publisher(load_api_client(None), driver_name, node_name, inventory)
+    prepared = plan_prepare(allocation, inventory, driver_name, rules)  # pure
+    ledger = CapacityLedger.rebuild(records); problems = ledger.check(prepared)
+    Checkpoint(data_dir).save(prepared)                       # durable, fsynced
+    write_atomic(path, encode_spec(render_spec(kind, devices)))  # a CDI spec
+    board = HealthBoard(); board.update(device_health)         # the kubelet's health stream
+
+Their own docstrings give the arguments; `driver/` holds the rest, which is private.
+"""
+
+from __future__ import annotations
+
+from driver.atomicfile import remove_durable, safe_child, write_atomic
+from driver.claims.cdi import encode_spec, render_spec, spec_file_name
+from driver.claims.checkpoint import Checkpoint
+from driver.claims.ledger import CapacityLedger
+from driver.claims.plan import plan_prepare
+from driver.claims.preparer import Preparer
+from driver.config import Config
+from driver.core.health import DeviceHealth, HealthStatus
+from driver.kube import load_api_client
+from driver.kubeapi.client import RestClient
+from driver.kubeapi.errors import ApiStatusError
+from driver.kubelet.health import HealthBoard
+from driver.kubelet.registration import RegistrationServicer
+from driver.observability.metrics import PluginMetrics
+from driver.plugin import Plugin, make_backend
+from driver.slices.desired import desired_pool
+from driver.slices.publisher import Publisher
+from driver.startup import run_plugin
+
+__all__ = [
+    "ApiStatusError",
+    "CapacityLedger",
+    "Checkpoint",
+    "Config",
+    "DeviceHealth",
+    "HealthBoard",
+    "HealthStatus",
+    "Plugin",
+    "PluginMetrics",
+    "Preparer",
+    "Publisher",
+    "RegistrationServicer",
+    "RestClient",
+    "desired_pool",
+    "encode_spec",
+    "load_api_client",
+    "make_backend",
+    "plan_prepare",
+    "remove_durable",
+    "render_spec",
+    "run_plugin",
+    "safe_child",
+    "spec_file_name",
+    "write_atomic",
+]

@@ -1,0 +1,55 @@
+"""simdra's test harness, for a driver's own CI: one DRA node on one machine, no cluster.
+
+Needs the `demo` extra (`pip install 'simdra[demo]'`: cel-python, kubernetes-validate).
+
+Example::
+
+    from simdra.testing import LocalCluster, device_class, exactly
+
+    with LocalCluster(workdir) as cluster:          # a short directory: socket paths
+        cluster.resource.create_device_class(device_class(
+            "crypto.crypto.example.com", "crypto.example.com",
+            selectors=('device.attributes["crypto.example.com"].type == "crypto"',)))
+        cluster.start_plugin(profile="crypto", extra=[
+            "--kind", "crypto_driver:CryptoKind", "--driver-name", "crypto.example.com"])
+        cluster.create_claim("c1", exactly("crypto", "crypto.crypto.example.com"))
+        cluster.allocate("c1")                      # as the scheduler would
+        answer = cluster.prepare("c1")              # NodePrepareResources, real gRPC
+
+`LocalCluster` runs the plugin as a real process against an API server stand-in (the
+real REST API and its validation), a kubelet emulator (registration and the DRA gRPC
+services over real unix sockets) and an allocator that plays the scheduler (DeviceClass
+selectors in Kubernetes' CEL environment, shared capacity).
+"""
+
+from __future__ import annotations
+
+from driver.testing import (
+    AllocationError,
+    Allocator,
+    APIServer,
+    KubeletEmulator,
+    KubeletError,
+    LocalCluster,
+    PluginProcess,
+    allocate,
+    claim,
+    device_class,
+    exactly,
+    wait_until,
+)
+
+__all__ = [
+    "APIServer",
+    "AllocationError",
+    "Allocator",
+    "KubeletEmulator",
+    "KubeletError",
+    "LocalCluster",
+    "PluginProcess",
+    "allocate",
+    "claim",
+    "device_class",
+    "exactly",
+    "wait_until",
+]
