@@ -33,7 +33,7 @@ PLUGIN_ROLE = "simdra-kubelet-plugin"
 CLAIM_STATUS_ROLE = "simdra-kubelet-plugin-claim-status"
 # Not Kubernetes objects: applied by hand on OpenShift only (validated with our own schema).
 OPENSHIFT_ONLY = ("quota/openshift-clusterresourcequota.yaml",)
-# The Kubernetes releases simdra supports (README "Deploy to a cluster").
+# The Kubernetes releases simdra supports (docs/operator.md "Deploy to a cluster").
 K8S_VERSIONS = ("1.34.0", "1.35.0", "1.36.0", "1.37.0")
 
 

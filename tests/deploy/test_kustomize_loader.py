@@ -57,7 +57,7 @@ def relative(path: Path, start: Path) -> str:
 
 
 def user_overlay(tmp_path: Path, images: list[dict[str, str]]) -> Path:
-    """A user's own kustomization on top of the fake overlay, as the README suggests."""
+    """A user's own kustomization on top of the fake overlay, as docs/operator.md suggests."""
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
         "resources": [relative(DEPLOY / "overlays" / "fake", tmp_path)],
         "images": images,

@@ -1,4 +1,4 @@
-"""Every command of the README's "Deploy to a cluster" section: the ones that render
+"""Every command of docs/operator.md's "Deploy to a cluster" section: the ones that render
 (helm template, helm lint, kubectl kustomize, and the renderings behind helm install and
 kubectl apply/delete -k) run here with real helm and Kustomize; every path any command
 names exists. Commands that need a cluster, a registry or a container engine are listed
@@ -25,7 +25,7 @@ _FENCE = re.compile(r"```sh\n(.*?)```", re.DOTALL)
 
 
 def deploy_section() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "operator.md").read_text()
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     return text[start:end if end >= 0 else None]
@@ -67,7 +67,7 @@ def test_every_path_a_command_names_exists(words):
 def helm_rendering_of(words: list[str]) -> list[str] | None:
     """The helm command that renders what this one installs or previews (None: not helm)."""
     if words[:2] in (["helm", "template"], ["helm", "install"]):
-        assert words[2] == RELEASE, "the README names the release simdra"
+        assert words[2] == RELEASE, "docs/operator.md names the release simdra"
         return ["template", *(w for w in words[2:] if w != "--wait")]
     return None
 
