@@ -22,6 +22,7 @@ from tests.deploy.layout import (
     HELM_VALUES,
     JSON,
     K8S_VERSIONS,
+    REPO,
     env_of,
     of_kind,
     one,
@@ -334,7 +335,59 @@ def test_inventory_from_a_file_with_set_file(tmp_path: Path):
     ("devices.sysfsDeny=eth1", "sysfsDeny"),  # a selector needs its pci:/vendor:/iface: key
     # The chart no longer owns a namespace: the release namespace replaced the value.
     ("namespace.name=simdra", "namespace"),
+    ("driverName=Crypto_Example", "driverName"),  # not a DNS subdomain
+    ("devices.kinds={crypto_driver}", "kinds"),  # a kind is package.module:Class
 ])
 def test_values_schema_rejects_mistakes(setting, named):
     with pytest.raises(HelmError, match=named):
         template(settings=[setting])
+
+
+# -- a second release: another driver built on simdra next to simdra's own ---------------
+
+SECOND_DRIVER_VALUES = REPO / "docs" / "examples" / "crypto-driver" / "values.yaml"
+# Host paths every plugin shares: the kubelet's own directories, where each driver's files
+# are named after its driver name (registration socket, CDI spec files).
+KUBELET_SHARED_PATHS = {"/var/lib/kubelet/plugins_registry", "/var/run/cdi",
+                        "/var/lib/kubelet/pod-resources"}
+
+
+def host_paths(objects: list[JSON]) -> set[str]:
+    return {v["hostPath"]["path"] for v in plugin_pod(objects)["volumes"] if "hostPath" in v}
+
+
+def names(objects: list[JSON]) -> set[tuple[str, str | None, str]]:
+    return {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects}
+
+
+@pytest.mark.parametrize("namespace", ["simdra", "crypto-driver"])
+def test_a_second_drivers_release_collides_with_simdras_in_nothing(rendered, namespace):
+    ours = rendered["helm/default"]
+    theirs = template([str(SECOND_DRIVER_VALUES)], namespace=namespace)
+
+    assert names(ours).isdisjoint(names(theirs))
+    assert host_paths(ours) & host_paths(theirs) == KUBELET_SHARED_PATHS
+    assert "/var/lib/kubelet/plugins/crypto.example.com" in host_paths(theirs)
+    # Neither DaemonSet's selector takes the other's pods.
+    for first, other in ((ours, theirs), (theirs, ours)):
+        selector = one(first, "DaemonSet")["spec"]["selector"]["matchLabels"]
+        labels = one(other, "DaemonSet")["spec"]["template"]["metadata"]["labels"]
+        assert not selector.items() <= labels.items()
+    (condition,) = one(theirs, "ValidatingAdmissionPolicy")["spec"]["matchConditions"]
+    account = f"system:serviceaccount:{namespace}:crypto-driver-kubelet-plugin"
+    assert f'"{account}"' in condition["expression"]
+    assert env_subset("DRIVER_NAME", "KINDS", "DEVICE_PROFILE")(theirs) == {
+        "DRIVER_NAME": "crypto.example.com", "KINDS": "crypto_driver:CryptoKind",
+        "DEVICE_PROFILE": "crypto"}
+    assert [c["metadata"]["name"] for c in of_kind(theirs, "DeviceClass")] == [
+        "crypto.crypto.example.com"]
+    assert lint([str(SECOND_DRIVER_VALUES)]).returncode == 0
+    for version in K8S_VERSIONS:
+        assert schema_errors(theirs, version) == []
+
+
+def test_kinds_join_into_one_kinds_variable():
+    objects = template(set_json=['devices.kinds=["a.b:C","d:E"]'])
+
+    assert env_values(objects)["KINDS"] == "a.b:C,d:E"
+    assert "KINDS" not in env_values(template())

@@ -4,6 +4,8 @@
 #   base     a debootstrap'ed minimal Debian bookworm with python3 and python3-venv
 #            (rootfs tarball cached, keyed by a hash of its inputs)
 #   simdra   our Dockerfile built on that base (podman, runc)   -> localhost/simdra:e2e
+#   crypto   the example driver built on simdra (docs/examples/crypto-driver/Dockerfile)
+#                                                               -> localhost/crypto-driver:e2e
 #   pause    the sandbox image (tests/e2e/containerd/cmd/pause) -> localhost/simdra-e2e/pause:1
 #   busybox  busybox-static as the workload image               -> localhost/simdra-e2e/busybox:1
 # Usage: images.sh PAUSE_BINARY   (build-node.sh builds it). Prints the archive
@@ -78,6 +80,16 @@ simdra_image() {
         || fail "simdra image (podman build)" "$log"
 }
 
+# The example driver built on simdra: its own Dockerfile, simdra's build context.
+crypto_image() {
+    local log="$logs/podman-build-crypto.log"
+    echo "images: building localhost/crypto-driver:e2e (log: $log)" >&2
+    podman_ build --network=host --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+        -v /etc/ssl/certs:/etc/ssl/certs:ro --build-arg PYTHON_IMAGE="$base_tag" \
+        -t localhost/crypto-driver:e2e -f "$repo/docs/examples/crypto-driver/Dockerfile" \
+        "$repo" >"$log" 2>&1 || fail "crypto-driver image (podman build)" "$log"
+}
+
 # A one-binary image from a rootfs made here.
 small_image() {
     local name="$1" change="$2"; shift 2
@@ -114,9 +126,11 @@ save() {
 start=$SECONDS
 base_image
 simdra_image
+crypto_image
 small_image localhost/simdra-e2e/pause:1 'ENTRYPOINT ["/pause"]' pause_root
 small_image localhost/simdra-e2e/busybox:1 'CMD ["sh"]' busybox_root
 save localhost/simdra:e2e "$out/simdra.tar"
+save localhost/crypto-driver:e2e "$out/crypto-driver.tar"
 save localhost/simdra-e2e/pause:1 "$out/pause.tar"
 save localhost/simdra-e2e/busybox:1 "$out/busybox.tar"
 podman_ image prune -f >/dev/null 2>&1 || true

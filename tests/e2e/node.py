@@ -43,6 +43,8 @@ POD_SUBNET = "10.244.0.0/24"
 PAUSE_IMAGE = "localhost/simdra-e2e/pause:1"
 BUSYBOX_IMAGE = "localhost/simdra-e2e/busybox:1"
 SIMDRA_IMAGE = "localhost/simdra:e2e"
+# The example driver built on simdra (docs/examples/crypto-driver), same archive dir.
+CRYPTO_DRIVER_IMAGE = "localhost/crypto-driver:e2e"
 # Kernel tunables the kubelet sets at start (protectKernelDefaults=false) and the CNI
 # bridge may touch; restored at stop.
 SYSCTLS = (

@@ -522,6 +522,25 @@ def ledger_holders(device: str) -> list[str]:
             for h in d["holders"]]
 
 
+def driver_slices(cp: ControlPlane, node: str, driver: str) -> list[JSON]:
+    """The ResourceSlices of `node` that driver `driver` publishes (any driver's)."""
+    res = client.ResourceV1Api(cp.api_client())
+    items = res.list_resource_slice(field_selector=f"spec.nodeName={node}").items
+    out = [cp.api_client().sanitize_for_serialization(s) for s in items]
+    return [s for s in out if s["spec"]["driver"] == driver]
+
+
+def helm(*args: str) -> str:
+    """Real helm (hack/build-helm.sh builds and caches it; $SIMDRA_HELM names a built one);
+    its stdout, or AssertionError with the end of its stderr."""
+    binary = os.environ.get("SIMDRA_HELM") or subprocess.run(
+        ["bash", str(REPO / "hack/build-helm.sh")], capture_output=True, text=True,
+        check=True).stdout.strip().splitlines()[-1]
+    result = subprocess.run([binary, *args], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"helm {args[0]}: {result.stderr.strip()[-500:]}"
+    return result.stdout
+
+
 def slice_device(cp: ControlPlane, node: str, name: str) -> JSON | None:
     """Device `name` as the driver's ResourceSlices of `node` publish it, or None."""
     for s in node_slices(cp, node):

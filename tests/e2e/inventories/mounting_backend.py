@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from driver.devices.model import Device, Inventory, Pool
-from driver.devices.sysfs.backend import SysfsBackend
+from driver.kinds.sysfs.backend import SysfsBackend
 
 CONTAINER_PATH = "/run/simdra-e2e/share"
 

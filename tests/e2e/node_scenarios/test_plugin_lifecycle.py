@@ -141,7 +141,7 @@ def test_node_helm_install_serves_the_node(kube: Kube, plugin: PluginDeployment)
     name, _, tag = realnode.SIMDRA_IMAGE.rpartition(":")
     kubeconfig = str(plugin.cp.kubeconfig)
     namespace = realnode.PLUGIN_NAMESPACE
-    # The chart installs into the release namespace, made first as the README says.
+    # The chart installs into the release namespace, made first as docs/operator.md says.
     plugin.cp.kubectl("create", "namespace", namespace)
     plugin.cp.kubectl("label", "namespace", namespace,
                       "pod-security.kubernetes.io/enforce=privileged")

@@ -1,11 +1,17 @@
+{{/* The release's name: the prefix of every object name and its app.kubernetes.io/name
+label (`name`; simdra by default, as deploy/base names them). */}}
+{{- define "simdra.name" -}}
+{{ .Values.name }}
+{{- end }}
+
 {{/* Labels every object carries (the same as deploy/base). */}}
 {{- define "simdra.labels" -}}
-app.kubernetes.io/name: simdra
+app.kubernetes.io/name: {{ include "simdra.name" . }}
 {{- end }}
 
 {{/* Labels of the kubelet plugin's objects; also the DaemonSet's selector. */}}
 {{- define "simdra.pluginLabels" -}}
-app.kubernetes.io/name: simdra
+app.kubernetes.io/name: {{ include "simdra.name" . }}
 app.kubernetes.io/component: kubelet-plugin
 {{- end }}
 
@@ -32,12 +38,13 @@ state): the only part of it the pod mounts. */}}
 
 {{/* The plugin's ServiceAccount; the admission policy and the bindings name it. */}}
 {{- define "simdra.serviceAccount" -}}
-simdra-kubelet-plugin
+{{ include "simdra.name" . }}-kubelet-plugin
 {{- end }}
 
-{{/* The driver name the plugin registers and publishes under (DRIVER_NAME). */}}
+{{/* The driver name the plugin registers and publishes under (DRIVER_NAME); its sockets,
+state directory, CDI spec files and DeviceClasses are named after it. */}}
 {{- define "simdra.driverName" -}}
-dra.example.com
+{{ .Values.driverName }}
 {{- end }}
 
 {{- define "simdra.inventoryDir" -}}

@@ -1,0 +1,130 @@
+"""docs/examples/crypto-driver, the proof that simdra is a library: a driver outside the
+tree, written against the public API only. Its own test passes (the real plugin process
+with its kind, under simdra.testing), and it passes the gates simdra's code passes: ruff
+with the repository's settings, mypy --strict, no import of the private `driver`
+package, and it stays small."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.dockerfile import (
+    context_files,
+    copy_sources,
+    exec_form,
+    parse_dockerfile,
+    read_dockerignore,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "docs" / "examples" / "crypto-driver"
+PACKAGE = EXAMPLE / "crypto_driver"
+MAX_LINES = 150  # of its own Python, its test aside
+# What a driver may import of simdra: the public API (simdra/__init__.py names the rest
+# of it, runtime and sysfs, which this driver does not need).
+PUBLIC = {"simdra", "simdra.testing", "simdra.runtime", "simdra.sysfs"}
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*args], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})}, check=False)
+
+
+def _python_files() -> list[Path]:
+    return sorted(EXAMPLE.rglob("*.py"))
+
+
+def _imported(path: Path) -> set[str]:
+    """The modules a file imports (relative imports as `.name`)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." * node.level + (node.module or ""))
+    return found
+
+
+@pytest.mark.slow
+def test_the_example_passes_its_own_test() -> None:
+    # Its directory on the path as an installed package would be; the repository root
+    # for simdra (the plugin child process starts in it too).
+    path = os.pathsep.join([str(EXAMPLE), str(REPO)])
+    done = _run(sys.executable, "-m", "pytest", str(EXAMPLE / "tests"), "-q", "-n", "0",
+                "-p", "no:cacheprovider", env={"PYTHONPATH": path})
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout
+
+
+def test_the_example_is_ruff_clean_with_the_repositorys_settings() -> None:
+    done = _run(sys.executable, "-m", "ruff", "check", "--config", str(REPO / "pyproject.toml"),
+                str(EXAMPLE))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_the_example_is_mypy_strict_clean() -> None:
+    done = _run(sys.executable, "-m", "mypy", "--strict", "--config-file",
+                str(REPO / "pyproject.toml"), str(PACKAGE), str(EXAMPLE / "tests"),
+                env={"MYPYPATH": os.pathsep.join([str(EXAMPLE), str(REPO)])})
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Success: no issues found in 2 source files" in done.stdout
+
+
+def test_the_example_imports_only_the_public_api() -> None:
+    files = _python_files()
+    assert PACKAGE / "__init__.py" in files
+    private = {f"{p.relative_to(REPO)}: {m}" for p in files for m in _imported(p)
+               if m == "driver" or m.startswith("driver.")
+               or (m.startswith("simdra.") and m not in PUBLIC)}
+
+    assert private == set()
+    assert "simdra" in _imported(PACKAGE / "__init__.py")
+
+
+def test_the_example_is_small() -> None:
+    own = [p for p in _python_files() if "tests" not in p.relative_to(EXAMPLE).parts]
+    lines = sum(len(p.read_text().splitlines()) for p in own)
+
+    assert own and lines <= MAX_LINES, f"{lines} lines in {[str(p) for p in own]}"
+
+
+def test_the_import_check_sees_a_private_import(tmp_path: Path) -> None:
+    """The AST walk finds each form an import of `driver` can take."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("import driver.cli\nfrom driver import plugin\n"
+                      "from simdra.testing import LocalCluster\nfrom . import sibling\n")
+
+    assert _imported(sample) == {"driver.cli", "driver", "simdra.testing", "."}
+
+
+def test_the_examples_image_builds_like_simdras_from_the_same_context() -> None:
+    """Its Dockerfile (built from the repository root, as the e2e's images.sh does) takes
+    simdra's base image and locks, finds simdra and the example in the build context
+    (.dockerignore is an allow-list) but not the example's tests, installs nothing
+    unhashed and runs the driver's own command."""
+    ours = parse_dockerfile((REPO / "Dockerfile").read_text())
+    theirs = parse_dockerfile((EXAMPLE / "Dockerfile").read_text())
+    build = theirs.stage("build")
+    files = context_files(REPO, copy_sources(build),
+                          read_dockerignore((REPO / ".dockerignore").read_text()))
+
+    assert theirs.global_args == ours.global_args
+    assert {"simdra/__init__.py", "driver/cli/run.py", "requirements/runtime.lock",
+            "docs/examples/crypto-driver/crypto_driver/__init__.py",
+            "docs/examples/crypto-driver/pyproject.toml"} <= set(files)
+    assert not [f for f in files if "/tests/" in f or f.startswith("driver/testing/")]
+    installs = [step.split() for run in build.all("RUN") for step in run.arguments.split("&&")
+                if " install " in step]
+    assert installs and all("--no-deps" in words for words in installs)
+    assert all("--require-hashes" in words or "--no-index" in words for words in installs)
+    assert exec_form(theirs.stages[-1].all("ENTRYPOINT")[-1]) == ["crypto-dra-plugin", "run"]
