@@ -4,22 +4,21 @@ Needs the `demo` extra (`pip install 'simdra[demo]'`: cel-python, kubernetes-val
 
 Example::
 
-    from simdra.testing import LocalCluster, device_class, exactly
+    from simdra.testing import LocalCluster, exactly
 
-    with LocalCluster(workdir) as cluster:          # a short directory: socket paths
-        cluster.resource.create_device_class(device_class(
-            "crypto.crypto.example.com", "crypto.example.com",
-            selectors=('device.attributes["crypto.example.com"].type == "crypto"',)))
-        cluster.start_plugin(profile="crypto", extra=[
-            "--kind", "crypto_driver:CryptoKind", "--driver-name", "crypto.example.com"])
+    # workdir: a short directory (unix socket paths are at most 107 bytes)
+    with LocalCluster(workdir, driver_name="crypto.example.com") as cluster:
+        cluster.start_plugin(profile="crypto", extra=["--kind", "crypto_driver:CryptoKind"])
         cluster.create_claim("c1", exactly("crypto", "crypto.crypto.example.com"))
         cluster.allocate("c1")                      # as the scheduler would
         answer = cluster.prepare("c1")              # NodePrepareResources, real gRPC
 
-`LocalCluster` runs the plugin as a real process against an API server stand-in (the
-real REST API and its validation), a kubelet emulator (registration and the DRA gRPC
-services over real unix sockets) and an allocator that plays the scheduler (DeviceClass
-selectors in Kubernetes' CEL environment, shared capacity).
+The DeviceClasses of simdra's kinds, and of the kinds `start_plugin` registers with
+`--kind`, are created for you. `LocalCluster` runs the plugin as a real process against
+an API server stand-in (the real REST API and its validation), a kubelet emulator
+(registration and the DRA gRPC services over real unix sockets) and an allocator that
+plays the scheduler (DeviceClass selectors in Kubernetes' CEL environment, shared
+capacity).
 """
 
 from __future__ import annotations

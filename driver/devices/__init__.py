@@ -1,1 +1,2 @@
-"""Device model, quantities and device backends (fake profiles, inventory files, sysfs)."""
+"""The device lane's vocabulary: the device model, what a device kind declares and the
+kinds registered with a plugin, backends (fake profiles, inventory files), sysfs helpers."""

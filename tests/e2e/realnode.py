@@ -796,12 +796,14 @@ class Kube:
             self.node.kubelet_log,
         )
 
-    def failed_prepares(self) -> list[str]:
-        """Messages of FailedPrepareDynamicResources events of NAMESPACE's pods."""
+    def failed_prepares(self, *pods: str) -> list[str]:
+        """Messages of FailedPrepareDynamicResources events of NAMESPACE's pods (of
+        `pods` only, when named: Events outlive the pods of earlier scenarios)."""
         events = self.core.list_namespaced_event(
             NAMESPACE, field_selector="reason=FailedPrepareDynamicResources"
         ).items
-        return [f"{e.involved_object.name}: {e.message}" for e in events]
+        return [f"{e.involved_object.name}: {e.message}" for e in events
+                if not pods or e.involved_object.name in pods]
 
     def delete_all(self) -> None:
         """Every pod and template of NAMESPACE, waiting until the pods are gone."""

@@ -131,4 +131,4 @@ def test_node_two_drivers_serve_one_pod(kube: Kube, crypto_driver: None) -> None
     specs = {p.name for p in CDI_ROOT.iterdir()}
     assert f"k8s.{DRIVER}-device_{gpu_claim['metadata']['uid']}.json" in specs
     assert f"k8s.{CRYPTO}-device_{crypto_claim['metadata']['uid']}.json" in specs
-    assert kube.failed_prepares() == []
+    assert kube.failed_prepares("two-drivers") == []
