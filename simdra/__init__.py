@@ -80,8 +80,7 @@ def main(argv: Sequence[str] | None = None, kinds: Sequence[type[DeviceKind]] = 
     The kinds must be importable by module and name (defined at module level), because
     `simdra demo` and the test harness start the plugin as a separate process.
     """
-    from driver.cli.kinds import with_kinds
-
     from driver.cli import main as cli_main
+    from driver.cli.kinds import with_kinds
 
     return cli_main(with_kinds(argv, kinds))

@@ -1,6 +1,8 @@
-"""`simdra deviceclasses`: the DeviceClasses of the registered device kinds, one per kind
+"""`simdra deviceclasses`: the DeviceClasses of device kinds, one per kind
 (`<kind>.<driver name>`), as the YAML stream `kubectl apply -f -` takes; with
-`--helm-values`, as the chart's `deviceClasses.classes` list instead.
+`--helm-values`, as the chart's `deviceClasses.classes` list instead. With `--kind`, the
+classes of those kinds only (a driver's own; they are still checked against simdra's);
+without, simdra's own.
 
 deploy/base/deviceclasses.yaml and the chart's values are this command's output
 (hack/gen-deviceclasses.sh); the classes themselves are `driver.devices.device_classes`.
@@ -14,6 +16,7 @@ import sys
 
 from driver.cli.kinds import add_kind_flag, kind_specs, registered
 from driver.cli.parser import SubParsers, driver_name
+from driver.devices.kind_registry import KindSet, builtin_kinds
 
 DEFAULT_DRIVER_NAME = "dra.example.com"
 
@@ -22,7 +25,8 @@ def add_parser(commands: SubParsers) -> None:
     """Register `deviceclasses` with `simdra`'s sub-commands."""
     default = os.environ.get("DRIVER_NAME", DEFAULT_DRIVER_NAME)
     parser = commands.add_parser(
-        "deviceclasses", help="print the DeviceClasses of the registered device kinds")
+        "deviceclasses",
+        help="print the DeviceClasses of the kinds --kind names (without: simdra's own)")
     parser.add_argument("--driver-name", default=default,
                         help=f"as for `simdra run` [env DRIVER_NAME; default {default}]")
     add_kind_flag(parser)
@@ -36,7 +40,9 @@ def handle(args: argparse.Namespace) -> int:
     from driver.devices.device_classes import device_classes_yaml, helm_classes_yaml
 
     driver = driver_name(args.driver_name, "--driver-name")
-    kinds = registered(args.kind)
+    kinds = registered(args.kind)  # all of them, so that a clash is still refused
+    if kind_specs(args.kind):
+        kinds = KindSet(tuple(k for k in kinds.kinds if k not in builtin_kinds().kinds))
     if args.helm_values:
         sys.stdout.write(helm_classes_yaml(kinds))
     else:

@@ -19,6 +19,8 @@ from driver.slices.desired import DesiredPool, DesiredSlice, SliceLayout, desire
 from driver.slices.diff import SliceTarget, slice_object
 
 # One logger for all of the publisher's lines, as before it was split by role.
+# Logged once per change of a pool's problems (simdra.testing waits for it too).
+INVALID_POOL = "is invalid and will not be published"
 log = logging.getLogger("driver.slices.publisher")
 
 _LOGGED_PROBLEMS = 20
@@ -69,8 +71,7 @@ class ValidatedPools:
             if problems:
                 self.problems[pool.name] = problems
         if problems and problems != before:
-            log.error("pool %r is invalid and will not be published (%d problems)",
-                      pool.name, len(problems))
+            log.error("pool %r %s (%d problems)", pool.name, INVALID_POOL, len(problems))
             for problem in problems[:_LOGGED_PROBLEMS]:
                 log.error("  %s", problem)
         elif before and not problems:

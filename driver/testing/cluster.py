@@ -31,6 +31,7 @@ from driver.claims.types import ClaimRef
 from driver.devices.kind_registry import KindRegistrationError
 from driver.kube import response_json
 from driver.kubelet.sockets import registration_socket_path
+from driver.slices.validated import INVALID_POOL
 from driver.testing.allocation.builders import claim as claim_json
 from driver.testing.apiserver import APIServer
 from driver.testing.kind_classes import create_device_classes, kind_values
@@ -250,7 +251,10 @@ class LocalCluster:
                 )
             if self.api.internal_errors:  # a stand-in bug: waiting longer cannot help
                 raise RuntimeError(f"API stand-in failed: {self.api.internal_errors[0]}")
-            started = " started: " in plugin.log()
+            log = plugin.log()
+            if INVALID_POOL in log:  # the plugin keeps serving; its pool never appears
+                raise RuntimeError(f"plugin published an invalid pool; log:\n{log}")
+            started = " started: " in log
             if started and self._registered(plugin, not_socket) and self.complete_pools():
                 return
             if time.monotonic() > deadline:
@@ -378,23 +382,9 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 # Settings of the calling environment that must not leak into the plugin under test.
-_PLUGIN_ENV = {
-    "NODE_NAME",
-    "DRIVER_NAME",
-    "KINDS",
-    "KUBECONFIG",
-    "KUBELET_REGISTRAR_DIRECTORY_PATH",
-    "KUBELET_PLUGINS_DIRECTORY_PATH",
-    "CDI_ROOT",
-    "DEVICE_BACKEND",
-    "DEVICE_PROFILE",
-    "NUM_DEVICES",
-    "POD_UID",
-    "HEALTHCHECK_PORT",
-    "METRICS_PORT",
-    "SYSFS_ROOT",
-    "DEV_ROOT",
-    "PROC_ROOT",
-    "SYSFS_ALLOW",
-    "SYSFS_DENY",
-}
+_PLUGIN_ENV = frozenset({
+    "NODE_NAME", "DRIVER_NAME", "KINDS", "KUBECONFIG", "KUBELET_REGISTRAR_DIRECTORY_PATH",
+    "KUBELET_PLUGINS_DIRECTORY_PATH", "CDI_ROOT", "DEVICE_BACKEND", "DEVICE_PROFILE",
+    "NUM_DEVICES", "POD_UID", "HEALTHCHECK_PORT", "METRICS_PORT", "SYSFS_ROOT", "DEV_ROOT",
+    "PROC_ROOT", "SYSFS_ALLOW", "SYSFS_DENY",
+})

@@ -129,6 +129,33 @@ def test_the_harness_leaves_a_bad_kind_for_the_plugin_to_report(workdir):
         assert "no module named 'no_such_module_z'" in str(raised.value)
 
 
+BAD_NAME = '''
+from simdra import Device, DeviceKind, FakeProfile
+
+
+class BadKind(DeviceKind):
+    """Devices whose names are not DNS labels."""
+
+    name = "bad"
+    profiles = (FakeProfile("bad", build=lambda context, index: Device(
+        spec={"name": f"Bad_{index}", "attributes": {"type": {"string": "bad"}}})),)
+'''
+
+
+def test_the_harness_stops_at_once_when_a_kinds_devices_are_invalid(workdir, tmp_path,
+                                                                     monkeypatch):
+    # The plugin keeps serving (a node's claims outlive a bad rescan) but never publishes
+    # the pool: the harness says why instead of waiting for its timeout.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(REPO)]))
+    kind = f"{write_module(tmp_path, BAD_NAME)}:BadKind"
+    with LocalCluster(workdir) as cluster:
+        with pytest.raises(RuntimeError, match="invalid pool") as raised:
+            cluster.start_plugin(profile="bad", num_devices=1, extra=["--kind", kind],
+                                 timeout=600)
+
+        assert 'device "Bad_0": spec.devices[0].name: Invalid value' in str(raised.value)
+
+
 def test_kind_values_reads_every_form_of_the_flag():
     args = ["--node-name", "n", "--kind", "a:A, b:B", "--kind=c:C", "--kind", "a:A"]
 

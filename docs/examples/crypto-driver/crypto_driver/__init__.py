@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import simdra
 from simdra import ConfigTarget, Device, DeviceKind, FakeProfile, FieldReader, ProfileContext
@@ -69,8 +69,8 @@ class CryptoConfigHandler:
         limit = int(held) * QUEUE_PER_SESSION
         if config.queue_depth <= limit:
             return []
-        return [f"{origin['queue_depth']}.queueDepth: {config.queue_depth} is more than the "
-                f"{limit} that the {held} sessions of {target.label} keep in flight"]
+        return [(f"{origin['queue_depth']}.queueDepth: {config.queue_depth} is more than the "
+                 f"{limit} that the {held} sessions of {target.label} keep in flight")]
 
     def env(self, config: CryptoConfig) -> list[tuple[str, str]]:
         """CRYPTO_ALGORITHM and CRYPTO_QUEUE_DEPTH, as set."""
@@ -103,8 +103,9 @@ class CryptoKind(DeviceKind):
     """Simulated crypto accelerators whose sessions many claims share."""
 
     name = "crypto"
-    env_attributes = {"model": "MODEL", "generation": "GENERATION",
-                      "algorithms": "ALGORITHMS", "serial": "SERIAL"}
+    env_attributes: ClassVar[Mapping[str, str]] = {
+        "model": "MODEL", "generation": "GENERATION", "algorithms": "ALGORITHMS",
+        "serial": "SERIAL"}
     config_handlers = (CryptoConfigHandler(),)
     profiles = (FakeProfile("crypto", build=crypto_device,
                             description="accelerators of 64 shared sessions"),)

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import crypto_driver
 import pytest
-
 from simdra import ProfileContext, validate_device
-from simdra.testing import LocalCluster, device_class, exactly
+from simdra.testing import LocalCluster, exactly
+
+import crypto_driver
 
 DRIVER = "crypto.example.com"
 CLASS = f"crypto.{DRIVER}"
@@ -30,7 +30,7 @@ PREFIX = "SIMDRA_DEVICE_"
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCluster]:
-    """One node whose plugin runs with CryptoKind and one accelerator, and its class."""
+    """One node whose plugin runs with CryptoKind and one accelerator."""
     # The plugin is a child process that inherits the environment: crypto_driver must
     # import there too, installed or not.
     package_root = str(Path(crypto_driver.__file__).resolve().parents[1])
@@ -39,8 +39,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCluster]:
     workdir = tempfile.mkdtemp(dir="/tmp", prefix="crypto-")  # short: socket paths
     try:
         with LocalCluster(workdir, driver_name=DRIVER) as local:
-            local.resource.create_device_class(device_class(  # type: ignore[arg-type]
-                CLASS, DRIVER, selectors=(f'device.attributes["{DRIVER}"].type == "crypto"',)))
+            # Also creates the kind's DeviceClass, CLASS, as the chart would.
             local.start_plugin(profile="crypto", num_devices=1,
                                extra=["--kind", "crypto_driver:CryptoKind"])
             yield local
