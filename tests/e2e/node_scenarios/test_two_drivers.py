@@ -45,6 +45,14 @@ def _crypto_pods(kube: Kube) -> str:
         for p in pods) or "no crypto-driver pods"
 
 
+def _crypto_ready(kube: Kube) -> bool:
+    """Its plugin pod passes its readiness probe: registered with the kubelet and its
+    slices published (the `readiness` health service)."""
+    return any(c.type == "Ready" and c.status == "True"
+               for p in kube.core.list_namespaced_pod(RELEASE).items
+               for c in (p.status.conditions or []))
+
+
 def _namespaces(kube: Kube) -> set[str]:
     return {n.metadata.name for n in kube.core.list_namespace().items}
 
@@ -92,8 +100,11 @@ def test_node_two_drivers_serve_one_pod(kube: Kube, crypto_driver: None) -> None
     each claim prepared by its own driver: the container gets the GPU's env and the crypto
     device's attributes and config."""
     node = kube.node.name
-    wait(f"ResourceSlices of {DRIVER} and {CRYPTO} on {node}",
-         lambda: bool(_devices(kube, DRIVER)) and bool(_devices(kube, CRYPTO)),
+    # Ready, not only published: the plugin publishes before the kubelet has registered
+    # it, and a pod bound in between fails its first prepare ("driver not registered").
+    wait(f"{CRYPTO} plugin Ready and the slices of {DRIVER} and {CRYPTO} on {node}",
+         lambda: _crypto_ready(kube) and bool(_devices(kube, DRIVER))
+         and bool(_devices(kube, CRYPTO)),
          180, kube.node.kubelet_log, lambda: _crypto_pods(kube))
     crypto_devices = _devices(kube, CRYPTO)
     assert sorted(crypto_devices) == ["crypto-0", "crypto-1"]  # values.yaml: count 2
