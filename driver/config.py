@@ -36,6 +36,7 @@ class Config:
     claim_status: bool = False
     log_format: str = "text"
     verbosity: int = 0
+    device_metadata: bool = False  # KEP-5304 files, as the Go helper's EnableDeviceMetadata
 
     @property
     def data_dir(self) -> Path:

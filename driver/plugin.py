@@ -201,7 +201,7 @@ class Plugin:
             cfg.cdi_root, cfg.data_dir, serialize=lambda: serializer,
             status_writer=self._status,
             device_hook=prepare_faults.before_device if prepare_faults else None,
-            rules=rules_for(self._kinds))
+            rules=rules_for(self._kinds), device_metadata=cfg.device_metadata)
 
     def _start_reconciler(self) -> None:
         """Check the prepared claims against the API server now and every

@@ -40,10 +40,20 @@ from driver.devices.backend import BackendContext, DeviceBackend
 from driver.devices.config_handler import ConfigError, ConfigHandler, ConfigTarget, FieldReader
 from driver.devices.kind import DeviceKind, FakeProfile, ProfileContext, ProfileDevices
 from driver.devices.model import JSON, Device, Inventory, Pool
+from driver.devices.standard_attributes import (
+    NUMA_NODE,
+    PCI_BUS_ID,
+    PCIE_ROOT,
+    simulated_topology,
+    topology_attributes,
+)
 from driver.devices.uuids import stable_uuid
 
 __all__ = [
     "JSON",
+    "NUMA_NODE",
+    "PCIE_ROOT",
+    "PCI_BUS_ID",
     "BackendContext",
     "ConfigError",
     "ConfigHandler",
@@ -63,7 +73,9 @@ __all__ = [
     "main",
     "parse_quantity",
     "quantity_text",
+    "simulated_topology",
     "stable_uuid",
+    "topology_attributes",
     "validate_device",
 ]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from driver.claims.device_metadata import POD_CLAIM_ANNOTATION
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.types import ClaimRef
 from driver.core.quantity import QuantityError, parse_quantity
@@ -66,6 +67,9 @@ class ClaimAllocation:
     uid: str
     results: tuple[AllocatedDevice, ...]
     config: tuple[OpaqueConfig, ...]
+    # The pod's name for a claim made from a template (pod.spec.resourceClaims[].name,
+    # from the resource.kubernetes.io/pod-claim-name annotation); device metadata's path.
+    pod_claim_name: str | None = None
 
     @property
     def ref(self) -> ClaimRef:
@@ -108,7 +112,17 @@ def parse_claim(raw: Any, driver_name: str, expected: ClaimRef | None = None) ->
         uid,
         results=_our_results(devices, driver_name, where),
         config=_our_config(devices, driver_name, where),
+        pod_claim_name=_pod_claim_name(metadata),
     )
+
+
+def _pod_claim_name(metadata: Mapping[str, Any]) -> str | None:
+    """The annotation as given (check_allocation judges it before any path uses it)."""
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        return None
+    value = annotations.get(POD_CLAIM_ANNOTATION)
+    return None if value is None else value if isinstance(value, str) else repr(value)
 
 
 def _check_identity(expected: ClaimRef, namespace: str, name: str, uid: str) -> None:

@@ -5,9 +5,10 @@ shared by the batch:
 
 prepare:   contents of records and CDI specs under temp names, written and fsynced at once
            (`driver.claims.claim_files`) -> records in place -> fsync of their
-           directory -> CDI specs in place -> fsync of theirs
-unprepare: CDI specs -> fsync of their directory -> records (or corrupt records set
-           aside) -> fsync of theirs
+           directory -> device metadata files (what the specs mount) -> CDI specs in
+           place -> fsync of theirs
+unprepare: CDI specs -> fsync of their directory -> device metadata -> records (or
+           corrupt records set aside) -> fsync of theirs
 
 Every claim keeps the order of `driver.claims.preparer`'s docstring, so its crash
 promise holds claim by claim. A failure fails its claim (a failed fsync: every claim
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from driver import atomicfile
 from driver.atomicfile import remove_durable, safe_child
 from driver.claims.claim_files import ClaimFiles, write_and_place_records
+from driver.claims.metadata_files import remove_metadata, write_metadata
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import Item, Planned, Removal, in_item_context, label
 from driver.claims.prepared_store import PreparedStore
@@ -66,7 +68,8 @@ class CommitPhases:
                 store.ledger.remove(item.ref.uid)  # never recorded: it holds nothing
         for item in written:
             store.records[item.ref.uid] = item.prepared
-        specs = self._run(written, "write CDI spec", self._write_spec, fail)
+        with_metadata = self._run(written, "write device metadata", self._write_metadata, fail)
+        specs = self._run(with_metadata, "write CDI spec", self._write_spec, fail)
         specs = self._sync(specs, lambda: atomicfile.fsync_dir(store.cdi_root), fail)
         done = self._run(specs, "answer", lambda item: None, fail)
         if len(done) < len(planned):
@@ -82,6 +85,7 @@ class CommitPhases:
         specs = self._run(removals, "remove CDI spec", self._remove_spec, fail)
         if any(i.spec_removed for i in specs):  # nothing to sync for unknown claims
             specs = self._sync(specs, lambda: atomicfile.fsync_dir(store.cdi_root), fail)
+        specs = self._run(specs, "remove device metadata", self._remove_metadata, fail)
         removed = [i for i in specs if i.ref.uid not in store.corrupt]
         corrupt = [i for i in specs if i.ref.uid in store.corrupt]
         done = self._run(corrupt, "move corrupt checkpoint record aside", self._set_aside, fail)
@@ -145,6 +149,12 @@ class CommitPhases:
     def _write_spec(self, item: Planned) -> None:
         assert item.files is not None
         item.files.place_spec()
+
+    def _write_metadata(self, item: Planned) -> None:
+        write_metadata(item.prepared, self._store.driver)
+
+    def _remove_metadata(self, item: Removal) -> None:
+        remove_metadata(self._store.metadata_root, item.ref.uid)
 
     def _remove_spec(self, item: Removal) -> None:
         recorded = item.recorded

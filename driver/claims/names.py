@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from driver.claims.allocation import ClaimAllocation
+from driver.claims.device_metadata import POD_CLAIM_ANNOTATION
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.types import ClaimRef
 from driver.core.textlimits import clip
@@ -52,6 +53,9 @@ def check_allocation(allocation: ClaimAllocation) -> None:
         ("metadata.name", allocation.name, dns_subdomain_errors, "a DNS subdomain"),
         ("metadata.uid", allocation.uid, uuid_errors, "a lowercase UUID"),
     ]
+    if allocation.pod_claim_name is not None:  # a path part of its device metadata
+        fields.append((f"metadata.annotations[{POD_CLAIM_ANNOTATION}]",
+                       allocation.pod_claim_name, dns_label_errors, "a DNS label"))
     for i, result in enumerate(allocation.results):
         path = f"{_RESULTS}[{i}]"
         fields.append((f"{path}.request", result.request, _request_errors, "a request name"))

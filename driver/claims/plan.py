@@ -24,9 +24,20 @@ from driver.claims.cdi import (
 )
 from driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, resolve_all
 from driver.claims.counters import pool_counters
+from driver.claims.device_metadata import (
+    RequestMetadata,
+    group_by_request,
+    metadata_mounts,
+)
 from driver.claims.env import capacity_key, render_env, unit_id
 from driver.claims.errors import ClaimError
 from driver.claims.names import check_allocation
+from driver.claims.result_groups import (
+    UnitKey,
+    ambiguous_device_names,
+    check_shares_allocated_once,
+    group_results,
+)
 from driver.claims.rules import ClaimRules, builtin_rules
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
 from driver.core.json_data import copy_json
@@ -34,7 +45,6 @@ from driver.core.quantity import QuantityError, ceil_int, quantity_text
 from driver.devices.config_handler import ConfigError, ConfigTarget
 from driver.devices.model import Device, Inventory, Pool
 
-UnitKey = tuple[str, str, str | None]  # (pool, device, shareID)
 Amounts = Mapping[str, Fraction]
 
 
@@ -91,13 +101,16 @@ class PreparedUnit:
         entry = self.attributes.get(name)
         return next(iter(entry.values())) if isinstance(entry, dict) and entry else None
 
-    def answer(self) -> PreparedDevice:
-        """This unit as one device of the kubelet's prepare answer."""
+    def answer(self, metadata_ids: Mapping[str, str] | None = None) -> PreparedDevice:
+        """This unit as one device of the kubelet's prepare answer, with the device
+        metadata CDI id of each of its requests (request -> id) where there is one."""
+        ids = metadata_ids or {}
+        extra = [ids[r] for r in self.request_names if r in ids]
         return PreparedDevice(
             request_names=self.request_names,
             pool_name=self.pool,
             device_name=self.device,
-            cdi_device_ids=(self.cdi_id,),
+            cdi_device_ids=(self.cdi_id, *extra),
             share_id=self.share_id,
         )
 
@@ -111,10 +124,22 @@ class PreparedClaim:
     cdi_file: str
     cdi_spec: Mapping[str, Any]
     result: PrepareResult
+    # Device metadata (driver.claims.device_metadata): where its files are (None: off)
+    # and the pod's name for a claim made from a template.
+    metadata_root: str | None = None
+    pod_claim_name: str | None = None
 
     def spec_bytes(self) -> bytes:
         """The exact content of this claim's CDI spec file."""
         return encode_spec(self.cdi_spec)
+
+    def metadata(self, driver_name: str) -> tuple[RequestMetadata, ...]:
+        """The device metadata of each request (empty when the feature is off)."""
+        if self.metadata_root is None:
+            return ()
+        return group_by_request(
+            ((request, u.pool, u.device, dict(u.attributes))
+             for u in self.units for request in u.requests), driver_name)
 
 
 def plan_prepare(
@@ -122,9 +147,11 @@ def plan_prepare(
     inventory: Inventory,
     driver_name: str,
     rules: ClaimRules | None = None,
+    metadata_root: str | None = None,
 ) -> PreparedClaim:
     """Compute what preparing `allocation` means on a node with `inventory`, with the
-    config kinds and env attributes of its device kinds (`rules`).
+    config kinds and env attributes of its device kinds (`rules`); with `metadata_root`,
+    each request's device metadata file is mounted through the spec as well.
 
     Raises ClaimError (naming claim, request, pool and device, or the config field) when
     a name breaks the API server's rules, the allocation does not fit the inventory or
@@ -135,9 +162,9 @@ def plan_prepare(
     if not allocation.results:
         raise ClaimError(f"{where}: no devices are allocated by driver {driver_name}")
     entries = _decode_config(allocation, rules, where)
-    groups = _group_results(allocation.results)
-    _check_shares_allocated_once(groups, where)
-    ambiguous = _ambiguous_device_names(groups)
+    groups = group_results(allocation.results)
+    check_shares_allocated_once(groups, where)
+    ambiguous = ambiguous_device_names(groups)
     kind = _kind(driver_name, where)
     drafts = [
         _draft(allocation, results, inventory, kind, qualify_pool=results[0].device in ambiguous)
@@ -150,13 +177,32 @@ def plan_prepare(
     ]
     _check_unique_ids(planned, where)
     units = tuple(unit for unit, _ in planned)
+    prepared = PreparedClaim(allocation.ref, units, "", {}, PrepareResult(),
+                             metadata_root, allocation.pod_claim_name)
+    return _with_spec(prepared, allocation, planned, kind, driver_name)
+
+
+def _with_spec(
+    prepared: PreparedClaim,
+    allocation: ClaimAllocation,
+    planned: list[tuple[PreparedUnit, dict[str, Any]]],
+    kind: str,
+    driver_name: str,
+) -> PreparedClaim:
+    """The claim with its CDI spec (the units' edits and the metadata mounts) and the
+    kubelet's answer."""
     try:
-        spec = render_spec(kind, [(unit.cdi_name, edits) for unit, edits in planned])
+        mounts = metadata_mounts(prepared.metadata(driver_name), prepared.metadata_root,
+                                 driver_name, allocation.name, allocation.pod_claim_name,
+                                 allocation.uid)
+        spec = render_spec(kind, [(unit.cdi_name, edits) for unit, edits in planned]
+                           + [(name, edits) for name, edits in mounts.values()])
         file_name = spec_file_name(driver_name, allocation.uid)
-    except CdiError as exc:
-        raise ClaimError(f"{where}: CDI spec: {exc}") from None
-    result = PrepareResult(devices=tuple(u.answer() for u in units))
-    return PreparedClaim(allocation.ref, units, file_name, spec, result)
+        extra = {r: qualified_name(kind, name) for r, (name, _) in mounts.items()}
+    except ValueError as exc:  # CdiError, or a name that is no safe path component
+        raise ClaimError(f"{allocation.label}: CDI spec: {exc}") from None
+    result = PrepareResult(devices=tuple(u.answer(extra) for u in prepared.units))
+    return replace(prepared, cdi_file=file_name, cdi_spec=spec, result=result)
 
 
 def _kind(driver_name: str, where: str) -> str:
@@ -183,40 +229,6 @@ def _resolve_config(
         return resolve_all(entries, targets)
     except ConfigError as exc:
         raise ClaimError(f"{where}: invalid opaque config: {exc}") from None
-
-
-def _group_results(
-    results: tuple[AllocatedDevice, ...],
-) -> dict[UnitKey, list[AllocatedDevice]]:
-    # Results naming the same (pool, device, shareID) are one unit serving several
-    # requests (possible for admin access); the answer lists all their request names.
-    groups: dict[UnitKey, list[AllocatedDevice]] = {}
-    for result in results:
-        groups.setdefault((result.pool, result.device, result.share_id), []).append(result)
-    return groups
-
-
-def _check_shares_allocated_once(
-    groups: Mapping[UnitKey, list[AllocatedDevice]], where: str
-) -> None:
-    # The scheduler draws a fresh shareID for every allocation of a multi-allocatable
-    # device; one shareID in two results would make their consumed capacity count once.
-    for (pool, device, share_id), results in groups.items():
-        if share_id is not None and len(results) > 1:
-            requests = ", ".join(r.request for r in results)
-            raise ClaimError(
-                f"{where}: device {pool}/{device}: shareID {share_id} appears in "
-                f"{len(results)} allocation results (requests {requests}); each share is "
-                "allocated once")
-
-
-def _ambiguous_device_names(groups: Mapping[UnitKey, list[AllocatedDevice]]) -> set[str]:
-    # Device names are unique only within a pool; when one claim holds equally named
-    # devices of several pools, their CDI names must carry the pool.
-    pools_by_device: dict[str, set[str]] = {}
-    for pool, device, _ in groups:
-        pools_by_device.setdefault(device, set()).add(pool)
-    return {device for device, pools in pools_by_device.items() if len(pools) > 1}
 
 
 def _draft(

@@ -57,6 +57,7 @@ class PreparePlanner:
     inventory: InventoryProvider
     rules: ClaimRules
     device_hook: DeviceHook | None
+    metadata_root: str | None = None  # device metadata on: where its files go
 
     def fetch(
         self, claims: list[ClaimRef], deadline_s: float = FETCH_DEADLINE_S
@@ -134,7 +135,8 @@ class PreparePlanner:
         progress.step = "read inventory"
         inventory = self.inventory()
         progress.step = "plan"
-        prepared = plan_prepare(allocation, inventory, self.driver_name, self.rules)
+        prepared = plan_prepare(allocation, inventory, self.driver_name, self.rules,
+                                self.metadata_root)
         progress.step = "check capacity"
         problems = ledger.check(prepared)
         if problems:

@@ -22,8 +22,10 @@ from driver.claims.cdi import (
 )
 from driver.claims.checkpoint import Checkpoint, CorruptRecord, Stamp, trusted_for
 from driver.claims.counters import device_counters
+from driver.claims.device_metadata import HOST_SUBDIR
 from driver.claims.errors import ClaimError
 from driver.claims.ledger import CapacityLedger
+from driver.claims.metadata_files import metadata_claims, remove_metadata, write_metadata
 from driver.claims.plan import PreparedClaim
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import label
@@ -53,6 +55,8 @@ class PreparedStore:
         self.cdi_root = make_directory(cdi_root, CDI_DIR_MODE)
         self._spec_prefix = spec_file_prefix(driver_name)  # validates the driver name
         self.checkpoint = Checkpoint(data_dir, trust=trusted_for(driver_name))
+        # Absolute: CDI specs mount the device metadata files from here.
+        self.metadata_root = Path(data_dir).resolve() / HOST_SUBDIR
         self.records: dict[str, PreparedClaim] = {}
         self.corrupt: dict[str, CorruptRecord] = {}
         self.reservations: dict[str, Reservation] = {}
@@ -69,6 +73,7 @@ class PreparedStore:
         self.checkpoint.remove_temp_files()
         self.load()
         self._remove_orphan_specs()
+        self._remove_orphan_metadata()
         for claim in self.records.values():
             try:
                 self.ensure_spec(claim)
@@ -167,7 +172,9 @@ class PreparedStore:
     # --- CDI spec files -------------------------------------------------------------
 
     def ensure_spec(self, claim: PreparedClaim) -> None:
-        """Make the claim's CDI file hold the recorded content; untouched when it does."""
+        """Make the claim's CDI file hold the recorded content, its device metadata
+        files first (what the spec mounts); each untouched when it holds it already."""
+        write_metadata(claim, self.driver)
         path = safe_child(self.cdi_root, claim.cdi_file)
         wanted = claim.spec_bytes()
         try:
@@ -177,6 +184,12 @@ class PreparedStore:
             pass
         log.info("restoring CDI spec %s of %s", path, label(claim.claim))
         write_atomic(path, wanted, CDI_SPEC_MODE)
+
+    def _remove_orphan_metadata(self) -> None:
+        for uid in metadata_claims(self.metadata_root):
+            if uid not in self.records and uid not in self.corrupt:
+                log.warning("removing orphan device metadata of claim uid %s (no record)", uid)
+                remove_metadata(self.metadata_root, uid)
 
     def _remove_orphan_specs(self) -> None:
         for path in sorted(self.cdi_root.iterdir()):

@@ -133,6 +133,7 @@ class Preparer:
     passed in). `fault` is called with the step name before every side effect; tests
     use it to simulate a crash at that point. `status_writer` (None: feature off) is told
     about every successful prepare and unprepare, so the claims' `status.devices` follow.
+    `device_metadata`: a metadata file per request (`driver.claims.device_metadata`).
     """
 
     def __init__(
@@ -148,10 +149,12 @@ class Preparer:
         status_writer: StatusWriter | None = None,
         device_hook: DeviceHook | None = None,
         rules: ClaimRules | None = None,
+        device_metadata: bool = False,
     ) -> None:
         self._store = PreparedStore(driver_name, inventory, cdi_root, data_dir)
+        metadata_root = str(self._store.metadata_root) if device_metadata else None
         self._planner = PreparePlanner(driver_name, source, inventory,
-                                       rules or builtin_rules(), device_hook)
+                                       rules or builtin_rules(), device_hook, metadata_root)
         self._phases = CommitPhases(self._store, fault or (lambda step: None))
         lock = threading.Lock()
         self._serialize: Serializer = serialize or (lambda: lock)

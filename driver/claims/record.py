@@ -35,6 +35,9 @@ def to_payload(claim: PreparedClaim) -> dict[str, Any]:
         "cdiFile": claim.cdi_file,
         "cdiSpec": claim.cdi_spec,
         "result": {"devices": [_device_to_json(d) for d in claim.result.devices]},
+        # format 3 on; null: device metadata was off when the claim was prepared
+        "deviceMetadata": None if claim.metadata_root is None else {
+            "root": claim.metadata_root, "podClaimName": claim.pod_claim_name},
     }
 
 
@@ -50,9 +53,18 @@ def from_payload(payload: Any) -> PreparedClaim:
             result=PrepareResult(
                 devices=tuple(_device_from_json(d) for d in payload["result"]["devices"])
             ),
+            **_metadata_from_json(payload.get("deviceMetadata")),
         )
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise RecordError(f"malformed payload: {type(exc).__name__}: {exc}") from None
+
+
+def _metadata_from_json(raw: Any) -> dict[str, str | None]:
+    if raw is None:
+        return {}
+    pod_claim = raw["podClaimName"]
+    return {"metadata_root": _str(raw["root"]),
+            "pod_claim_name": None if pod_claim is None else _str(pod_claim)}
 
 
 def _unit_to_json(unit: PreparedUnit) -> dict[str, Any]:

@@ -21,6 +21,8 @@ Reading (`decode_record`), by the record's format:
   rewritten on read: reading stays read-only (`simdra usage` and a rolling update's
   other instance read the same files), and a driver rolled back to format 1 still
   reads it. It goes when the claim is unprepared.
+* 2 (simdra before device metadata): read as format 3 without it; format 3 only
+  added `deviceMetadata`, so it keeps compatVersion 2 and format 2 readers read it.
 * FORMAT_VERSION, or a later one whose `compatVersion` is at most FORMAT_VERSION:
   read; fields this driver does not know are ignored.
 * a later one that needs a newer reader: IncompatibleRecord, naming the versions. The
@@ -40,7 +42,7 @@ from driver.claims.record import RecordError, from_payload, to_payload
 from driver.core.textlimits import JsonLimitError, clip, json_depth, load_json
 
 RECORD_KIND = "simdra.ClaimRecord"
-FORMAT_VERSION = 2  # what this driver writes
+FORMAT_VERSION = 3  # what this driver writes
 COMPAT_VERSION = 2  # the oldest format that reads what this driver writes
 OLDEST_READ = 1  # the oldest format this driver reads (upgrading it in memory)
 # Far above any record prepare writes (a claim of 32 devices with their attributes, CDI
@@ -72,8 +74,14 @@ def _upgrade_v1(payload: Any) -> Any:
     return {**payload, "units": units}
 
 
+def _upgrade_v2(payload: Any) -> Any:
+    """A format 2 payload as format 3 has it: no device metadata (the feature came with
+    format 3, which only adds `deviceMetadata`, so format 2 readers read it too)."""
+    return {**payload, "deviceMetadata": None} if isinstance(payload, dict) else payload
+
+
 # format N -> the function that turns its payload into format N+1's
-_UPGRADES: dict[int, Callable[[Any], Any]] = {1: _upgrade_v1}
+_UPGRADES: dict[int, Callable[[Any], Any]] = {1: _upgrade_v1, 2: _upgrade_v2}
 
 
 def encode_record(claim: PreparedClaim) -> bytes:

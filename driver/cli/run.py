@@ -71,6 +71,9 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
      "the kubelet's PodResources API socket, asked before a leaked claim is freed"),
     ("--claim-status", "CLAIM_STATUS", "false",
      "write status.devices of prepared claims (true/false; needs extra RBAC)"),
+    ("--device-metadata", "DEVICE_METADATA", "false",
+     "mount a device metadata file per claim request into its containers, as the Go "
+     "helper's EnableDeviceMetadata does (true/false)"),
     ("--log-format", "LOG_FORMAT", "text", "log format: text or json"),
     ("--verbosity", "VERBOSITY", "0", "log verbosity: 0 info, 1-3 driver debug, 4+ all debug"),
 ]
@@ -119,6 +122,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
                              f"must be {' or '.join(MODES)}"),
         pod_resources_socket=Path(args.pod_resources_socket),
         claim_status=boolean(args.claim_status, "--claim-status"),
+        device_metadata=boolean(args.device_metadata, "--device-metadata"),
         log_format=check(args.log_format, "--log-format", lambda v: v in ("text", "json"),
                           "must be text or json"),
         verbosity=integer(args.verbosity, "--verbosity", 0, 10),

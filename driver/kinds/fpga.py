@@ -35,10 +35,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from simdra import JSON, BackendContext, Device, DeviceKind, Inventory, Pool
+from simdra import JSON, PCI_BUS_ID, BackendContext, Device, DeviceKind, Inventory, Pool
 from simdra.sysfs import label, read_text, resolve, string_attr, unique_names
 
-PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # a standard attribute (api-facts 4.7)
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _DFL_FME = re.compile(r"^dfl-fme\.\d+$")
 _DFL_NODE = re.compile(r"^dfl-(fme|port)\.\d+$")

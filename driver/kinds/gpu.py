@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from driver.kinds.config_handlers import GpuConfigHandler
 from simdra import (
     JSON,
+    NUMA_NODE,
     Device,
     DeviceKind,
     FakeProfile,
     ProfileContext,
     ProfileDevices,
+    simulated_topology,
     stable_uuid,
 )
 
@@ -77,6 +79,7 @@ def _gpu_attributes(driver_name: str, node_name: str, name: str, index: int) -> 
         "model": {"string": GPU_MODEL},
         "driverVersion": {"version": GPU_DRIVER_VERSION},
         "index": {"int": index},
+        **simulated_topology(index),
     }
 
 
@@ -174,7 +177,7 @@ class GpuKind(DeviceKind):
 
     name = "gpu"
     env_attributes = {"uuid": "UUID", "profile": "PARTITION_PROFILE",
-                      "parentUUID": "PARENT_UUID"}
+                      "parentUUID": "PARENT_UUID", NUMA_NODE: "NUMA_NODE"}
     config_handlers = (GpuConfigHandler(),)
     profiles = (
         FakeProfile("gpu", lambda c, i: gpu_device(c.driver_name, c.node_name, i),

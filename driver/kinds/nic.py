@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from driver.kinds.config_handlers import NicConfigHandler
-from simdra import JSON, Device, DeviceKind, FakeProfile, stable_uuid
+from simdra import JSON, NUMA_NODE, Device, DeviceKind, FakeProfile, simulated_topology, stable_uuid
 
 NIC_BANDWIDTH = "10G"
 
@@ -23,6 +23,7 @@ def nic_device(driver_name: str, node_name: str, index: int) -> Device:
             "uuid": {"string": device_uuid},
             "interfaceName": {"string": f"sim{index}"},
             "macAddress": {"string": _mac_from_uuid(device_uuid)},
+            **simulated_topology(index),
         },
         "capacity": {
             "bandwidth": {
@@ -46,7 +47,7 @@ class NicKind(DeviceKind):
 
     name = "nic"
     env_attributes = {"uuid": "UUID", "interfaceName": "INTERFACE_NAME",
-                      "macAddress": "MAC_ADDRESS"}
+                      "macAddress": "MAC_ADDRESS", NUMA_NODE: "NUMA_NODE"}
     config_handlers = (NicConfigHandler(),)
     profiles = (FakeProfile("nic", lambda c, i: nic_device(c.driver_name, c.node_name, i),
                             "NICs whose 10G bandwidth many claims share"),)

@@ -60,7 +60,7 @@ def test_round_trip_keeps_everything_exactly(tmp_path):
     assert records == {A: prepared}
     assert records[A].spec_bytes() == prepared.spec_bytes()
     raw = json.loads((tmp_path / "claims" / f"{A}.json").read_text())
-    assert (raw["version"], raw["compatVersion"]) == (2, 2)
+    assert (raw["version"], raw["compatVersion"]) == (3, 2)
     assert raw["checksum"].startswith("sha256:")
     assert raw["payload"]["claim"] == {"namespace": "default", "name": "claim-aaaaaaaa", "uid": A}
     assert raw["payload"]["cdiFile"] == prepared.cdi_file
@@ -113,7 +113,7 @@ def _wrong_name(path):
         (_corrupt_json, "not valid JSON", A),
         (_tamper, "checksum mismatch", A),
         (_edited_version, "checksum mismatch", A),
-        (_other_kind, "format 'other.Record' version 2", A),
+        (_other_kind, "format 'other.Record' version 3", A),
         (_wrong_name, f"holds claim uid '{A}' but is named for uid '{B}'", B),
     ],
 )

@@ -72,12 +72,16 @@ def test_gpu_carries_pci_identity_and_topology(tree: SysfsTree) -> None:
     assert behind_bridge.attribute("deviceID") == "0x2330"
     assert behind_bridge.attribute("kernelDriver") == "nvidia"
     assert behind_bridge.attribute("numaNode") == 0
+    # The standard name, which aligns devices of different drivers (matchAttribute).
+    assert behind_bridge.attribute("resource.kubernetes.io/numaNode") == 0
 
 
 def test_unknown_numa_node_is_left_out(tree: SysfsTree) -> None:
     igpu = devices(discover(tree))["gpu-0000-00-02-0"]
 
+    # The kernel's -1 is not published: it would match every other device without one.
     assert "numaNode" not in igpu.spec["attributes"]
+    assert "resource.kubernetes.io/numaNode" not in igpu.spec["attributes"]
     assert igpu.attribute("vendor") == "Intel"
 
 

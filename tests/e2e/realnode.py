@@ -775,6 +775,22 @@ class Kube:
         )
         return out
 
+    def log(self, name: str, timeout: float = 60) -> str:
+        """The pod's log once its container printed something (via the kubelet)."""
+        out: list[str] = []
+
+        def printed() -> bool:
+            try:
+                text = self.core.read_namespaced_pod_log(name, NAMESPACE)
+            except ApiException:
+                return False
+            out[:] = [text]
+            return bool(text.strip())
+
+        wait(f"pod {NAMESPACE}/{name} printed", printed, timeout, self.node.kubelet_log,
+             lambda: self.pod_summary(name))
+        return out[0]
+
     def claim_of(self, pod: JSON) -> JSON:
         """The ResourceClaim the controller made for the pod's one claim."""
         name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]

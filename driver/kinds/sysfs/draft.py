@@ -5,11 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simdra import JSON, Device
+from simdra import JSON, Device, topology_attributes
 from simdra.sysfs import BDF, PciFunction, id_text, int_attr, string_attr
-
-PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
-PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 
 
 @dataclass(frozen=True)
@@ -40,10 +37,8 @@ def pci_attributes(function: PciFunction) -> dict[str, Any]:
             attrs[key] = string_attr(text)
     if function.kernel_driver:
         attrs["kernelDriver"] = string_attr(function.kernel_driver)
-    if function.numa_node is not None:
+    if function.numa_node is not None:  # simdra's own name, kept next to the standard one
         attrs["numaNode"] = int_attr(function.numa_node)
-    if BDF.match(function.address):
-        attrs[PCI_BUS_ID] = string_attr(function.address)
-    if function.pcie_root:
-        attrs[PCIE_ROOT] = string_attr(function.pcie_root)
+    bus_id = function.address if BDF.match(function.address) else None
+    attrs.update(topology_attributes(function.numa_node, function.pcie_root, bus_id))
     return attrs

@@ -1,0 +1,102 @@
+"""Device metadata (KEP-5304) on the real node: a real container reads its claim's
+metadata file at upstream's path (template claims under the pod's claim name, named
+claims under the claim's name), and upstream's own decoder
+(k8s.io/dynamic-resource-allocation/devicemetadata, built here as
+tests/e2e/cmd/metadata-check) decodes and validates what the container saw; unprepare
+removes the file from the node. The feature is the driver's, with no gate: it runs on
+every release."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .. import realnode
+from ..realnode import (
+    DATA_DIR,
+    DRIVER,
+    JSON,
+    NAMESPACE,
+    Kube,
+    allocated,
+    container,
+    request,
+)
+
+GPU = "gpu.dra.example.com"
+INSIDE = "/var/run/kubernetes.io/dra-device-attributes"
+V1BETA1 = "metadata.resource.k8s.io/v1beta1"
+
+
+@pytest.fixture(scope="module")
+def checkers() -> Path:
+    """The directory of the upstream judges (tests/e2e/build-checkers.sh, cached)."""
+    return realnode._script("build-checkers.sh")
+
+
+def _cat(path: str) -> str:
+    return f"cat {path}; exec sleep 3600"
+
+
+def _judge(checkers: Path, stream: str, tmp_path: Path) -> JSON:
+    """Upstream's verdict on a metadata stream: what it decoded, or why it could not."""
+    file = tmp_path / "metadata.json"
+    file.write_text(stream)
+    done = subprocess.run([str(checkers / "metadata-check"), str(file)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdict: JSON = json.loads(done.stdout)
+    assert "invalid" not in verdict, verdict["invalid"]
+    return verdict
+
+
+def _check_devices(verdict: JSON, claim: JSON, request_name: str) -> None:
+    [entry] = verdict["requests"]
+    assert entry["name"] == request_name
+    [result] = allocated(claim)
+    [device] = entry["devices"]
+    assert (device["driver"], device["pool"], device["name"]) == (
+        DRIVER, result["pool"], result["device"])
+    assert "resource.kubernetes.io/numaNode" in device["attributes"], device
+
+
+def test_node_container_reads_template_claim_metadata(kube: Kube, checkers: Path,
+                                                      tmp_path: Path) -> None:
+    """A claim from a template: the file sits under the pod's claim name (`dev`), says
+    so in podClaimName, and upstream decodes its newest version."""
+    kube.template("md-gpu", GPU)
+    inside = f"{INSIDE}/resourceclaimtemplates/dev/dev/{DRIVER}-metadata.json"
+    kube.pod("md-template-pod", "md-gpu", command=_cat(inside))
+    claim = kube.claim_of(kube.wait_running("md-template-pod"))
+    verdict = _judge(checkers, kube.log("md-template-pod"), tmp_path)
+
+    meta = claim["metadata"]
+    assert verdict["apiVersion"] == V1BETA1
+    assert (verdict["namespace"], verdict["name"], verdict["uid"]) == (
+        NAMESPACE, meta["name"], meta["uid"])
+    assert (verdict["podClaimName"], verdict["generation"]) == ("dev", 1)
+    _check_devices(verdict, claim, "dev")
+
+
+def test_node_container_reads_named_claim_metadata_and_unprepare_removes_it(
+        kube: Kube, checkers: Path, tmp_path: Path) -> None:
+    """A claim named by the pod: the file sits under the claim's name; on the node it is
+    under the plugin's data directory until the pod goes."""
+    kube.claim("md-named", [request("gpu", GPU)])
+    inside = f"{INSIDE}/resourceclaims/md-named/gpu/{DRIVER}-metadata.json"
+    kube.create_pod("md-named-pod", [container("app", [{"name": "md"}], _cat(inside))],
+                    [{"name": "md", "resourceClaimName": "md-named"}])
+    kube.wait_running("md-named-pod")
+    claim = kube.read_claim("md-named")
+    verdict = _judge(checkers, kube.log("md-named-pod"), tmp_path)
+
+    assert "podClaimName" not in verdict
+    _check_devices(verdict, claim, "gpu")
+    on_node = Path(DATA_DIR, "dra-device-metadata", claim["metadata"]["uid"])
+    assert (on_node / "gpu" / "metadata.json").read_text() == kube.log("md-named-pod")
+    kube.delete_pod("md-named-pod")
+    realnode.wait(f"{on_node} removed after unprepare", lambda: not on_node.exists(), 60,
+                  kube.node.kubelet_log)
