@@ -28,6 +28,7 @@ from .mounting_backend import CONTAINER_PATH
 
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+NUMA_NODE = "resource.kubernetes.io/numaNode"  # the standard name, next to simdra's own
 LOCAL_MAJOR = 240  # "LOCAL/EXPERIMENTAL USE" for character devices
 BACKEND_MODULE = Path(__file__).with_name("mounting_backend.py")
 MOUNT_PATH = CONTAINER_PATH  # where mounting_backend puts the share in containers
@@ -36,17 +37,17 @@ MOUNT_PATH = CONTAINER_PATH  # where mounting_backend puts the share in containe
 PUBLISHED: dict[str, dict[str, Any]] = {
     "gpu-0000-3b-00-0": {
         "type": "gpu", "vendor": "NVIDIA", "vendorID": "0x10de", "deviceID": "0x2330",
-        "kernelDriver": "nvidia", "numaNode": 0, PCI_BUS_ID: "0000:3b:00.0",
+        "kernelDriver": "nvidia", "numaNode": 0, NUMA_NODE: 0, PCI_BUS_ID: "0000:3b:00.0",
         PCIE_ROOT: "pci0000:3a",
     },
     "gpu-0000-c1-00-0": {
         "type": "gpu", "vendor": "AMD", "vendorID": "0x1002", "deviceID": "0x740f",
-        "kernelDriver": "amdgpu", "numaNode": 1, PCI_BUS_ID: "0000:c1:00.0",
+        "kernelDriver": "amdgpu", "numaNode": 1, NUMA_NODE: 1, PCI_BUS_ID: "0000:c1:00.0",
         PCIE_ROOT: "pci0000:c1",
     },
     "nic-enp94s0f1": {
         "type": "nic", "vendor": "Mellanox", "vendorID": "0x15b3", "deviceID": "0x1017",
-        "kernelDriver": "mlx5_core", "numaNode": 0, PCI_BUS_ID: "0000:5e:00.1",
+        "kernelDriver": "mlx5_core", "numaNode": 0, NUMA_NODE: 0, PCI_BUS_ID: "0000:5e:00.1",
         PCIE_ROOT: "pci0000:5e", "interfaceName": "enp94s0f1", "virtual": False,
         "macAddress": "0c:42:a1:5e:00:01", "mtu": 9000,
     },
