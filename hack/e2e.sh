@@ -14,6 +14,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/venv.sh
 source "$root/hack/venv.sh"
 cd "$root"
+if [ -n "${SIMDRA_E2E_LOGS:-}" ] && [ -n "$(ls -A "$SIMDRA_E2E_LOGS" 2>/dev/null)" ]; then
+  # It would hold the last run's etcd data and certificates: that cluster's objects.
+  echo "e2e: SIMDRA_E2E_LOGS=$SIMDRA_E2E_LOGS is not empty (a previous run's cluster); name a new directory" >&2
+  exit 2
+fi
 export SIMDRA_E2E_LOGS=${SIMDRA_E2E_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/simdra-e2e.XXXXXX")}
 pids="$SIMDRA_E2E_LOGS/pids"
 cleanup() {
