@@ -55,7 +55,8 @@ def test_node_sysfs_overlay_publishes_the_simulated_server(
         claim, printed = _probe_pod(kube, "gpu-nodes", hardware)
         assert printed["nodes"] == {n.path: n.stat_line() for n in NODES}
         spec = json.loads((CDI_ROOT / spec_file(claim)).read_text())
-        [device] = spec["devices"]
+        # The GPU's CDI device; the other mounts the claim's device metadata file.
+        [device] = [d for d in spec["devices"] if "_metadata_" not in d["name"]]
         hosts = {n["path"]: n.get("hostPath") for n in device["containerEdits"]["deviceNodes"]}
         assert hosts == {n.path: f"{hardware.base}/dev{n.path.removeprefix('/dev')}"
                          for n in NODES}
