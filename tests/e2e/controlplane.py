@@ -39,7 +39,16 @@ DRA_GATES = (
     "DRADeviceBindingConditions",
     "DRAExtendedResource",
     "ResourceHealthStatus",
+    "DRAWorkloadResourceClaims",
+    "GenericWorkload",
 )
+# Gates set only where the gate that needs them is known too: GenericWorkload (the
+# Workload/PodGroup API, alpha in 1.35) is on for DRAWorkloadResourceClaims (1.36+), not
+# for a release that could only change how it schedules without any claim using it.
+ONLY_WITH = {"GenericWorkload": "DRAWorkloadResourceClaims"}
+# The scheduling.k8s.io version that serves PodGroups, by minor release: off by default
+# (alpha, then beta), so --runtime-config names it where DRAWorkloadResourceClaims is on.
+WORKLOAD_API = {36: "scheduling.k8s.io/v1alpha2", 37: "scheduling.k8s.io/v1beta1"}
 # Every served version of resource.k8s.io: v1alpha3 carries DeviceTaintRule while the
 # rule is alpha; the betas are what older clients and kubectl explain read.
 RUNTIME_CONFIG = ",".join(
@@ -266,7 +275,16 @@ class ControlPlane:
         beta ones; a GA gate is locked on and absent there (see features())."""
         help_text = subprocess.run([self.bin / "kube-apiserver", "--help"],
                                    capture_output=True, text=True).stdout
-        return {g for g in DRA_GATES + tuple(self.extra_gates) if f"{g}=true|false" in help_text}
+        known = {g for g in DRA_GATES + tuple(self.extra_gates) if f"{g}=true|false" in help_text}
+        return {g for g in known if ONLY_WITH.get(g, g) in known}
+
+    def runtime_config(self, gates: str) -> str:
+        """--runtime-config: RUNTIME_CONFIG, and the PodGroup API where `gates` (the
+        --feature-gates value) turns DRAWorkloadResourceClaims on."""
+        if "DRAWorkloadResourceClaims=true" not in gates.split(","):
+            return RUNTIME_CONFIG
+        newest = WORKLOAD_API[max(WORKLOAD_API)]
+        return f"{RUNTIME_CONFIG},{WORKLOAD_API.get(self.minor(), newest)}=true"
 
     def features(self) -> dict[str, bool]:
         """Every feature gate of the running API server, GA included, and whether it is on:
@@ -354,7 +372,7 @@ class ControlPlane:
             "--authorization-mode", "Node,RBAC",
             "--enable-admission-plugins", "NodeRestriction",
             "--feature-gates", gates,
-            "--runtime-config", RUNTIME_CONFIG,
+            "--runtime-config", self.runtime_config(gates),
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
