@@ -213,6 +213,23 @@ def test_a_claim_reserved_for_a_pod_group_is_in_use() -> None:
     assert all(p.reclaim == () and p.suspects == {} for p in plans)
 
 
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda c: c["status"].pop("allocation"), DEALLOCATED),
+    (lambda c: c["status"]["allocation"]["devices"]["results"].pop(0), ALLOCATION_CHANGED),
+    (lambda c: c["metadata"].update(uid=B), UID_CHANGED),
+])
+def test_a_pod_group_reservation_does_not_hide_a_changed_claim(change, reason) -> None:
+    # The reservation says the claim is in use, not that it is the claim we prepared.
+    group = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "g",
+             "uid": "group-uid"}
+
+    def both(raw: dict[str, Any]) -> None:
+        raw["status"]["reservedFor"] = [group]
+        change(raw)
+
+    assert _reason(_changed(both)) == reason
+
+
 def test_only_leaked_records_are_reclaimed_and_gone_records_are_forgotten() -> None:
     records = {A: _record(A), B: _record(B)}
     seen = {A: None, B: _in_use(B)}

@@ -331,3 +331,56 @@ def test_claims_are_read_when_due_not_on_every_check(tmp_path, kubelet):
     assert reads_at(61 + 120 + 240) == 1
     assert reads_at(61 + 120 + 240 + 60, reclaimed=1) == 1  # ceil(1 / 60) + 1 checks
     assert node.seen.freed == [(A, CLAIM_DELETED)]
+
+
+GROUP = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "trainers",
+         "uid": "group-uid-1"}
+
+
+def _group_pod(ref: ClaimRef, pod: str) -> PodClaims:
+    """A pod of the PodGroup on the node whose container uses the group's claim `ref`."""
+    return PodClaims("default", pod, [ClaimUse(ref.namespace, ref.name,
+                                               [(DRIVER, GPU_POOL, "gpu-0", None)])])
+
+
+def test_a_claim_reserved_for_a_pod_group_is_kept_while_any_member_runs(tmp_path, kubelet):
+    # DRAWorkloadResourceClaims: reservedFor names the PodGroup, never its pods, so it
+    # stays the same while the group's pods come and go on the node.
+    node = Node(tmp_path, _usage(kubelet))
+    ref = node.add(A)
+    node.source.claims[(ref.namespace, ref.name)]["status"]["reservedFor"] = [GROUP]
+    assert not node.prepare(ref) and not node.prepare(ref)  # once per member: one record
+    kubelet.set_pods([_group_pod(ref, "member-1"), _group_pod(ref, "member-2")])
+    for _ in range(4):
+        assert node.check() == []
+    kubelet.set_pods([_group_pod(ref, "member-2")])  # the first member went
+    for _ in range(8):
+        assert node.check() == []
+    kubelet.set_pods([])  # the last member went, the kubelet not yet called unprepare
+    for _ in range(8):
+        assert node.check() == []
+    assert set(node.preparer.prepared()) == {A}
+    assert (node.seen.kept, node.seen.freed, set(node.seen.leaked)) == ([], [], {0})
+    assert kubelet.calls == 0  # never a suspect: the kubelet was never even asked
+
+    assert node.preparer.unprepare([ref])[A].error == ""  # the kubelet's unprepare
+    assert node.files() == ([], [])
+    assert node.check() == [] and node.seen.kept == []
+
+
+def test_a_pod_group_claim_is_freed_once_the_group_is_gone_and_the_kubelet_forgot_it(
+        tmp_path, kubelet):
+    # The kubelet lost its state; then the PodGroup was deleted and the resourceclaim
+    # controller dropped its reservation: nothing will unprepare the record but us.
+    node = Node(tmp_path, _usage(kubelet))
+    ref = node.add(A)
+    node.source.claims[(ref.namespace, ref.name)]["status"]["reservedFor"] = [GROUP]
+    assert not node.prepare(ref)
+    node.mono += 10 * INTERVAL  # the record is old: read on the next check
+    assert node.check() == []
+    node.source.claims[(ref.namespace, ref.name)]["status"]["reservedFor"] = []
+    node.mono += 10 * INTERVAL  # past the wait before a claim in use is read again
+    assert node.check() == []  # one check is never enough
+    [done] = node.check()
+    assert (done.ref, done.reason) == (ref, NOT_RESERVED)
+    assert node.files() == ([], [])

@@ -19,6 +19,7 @@ import pytest
 
 from .. import realnode
 from ..realnode import (
+    JSON,
     NAMESPACE,
     Kube,
     PluginDeployment,
@@ -71,7 +72,7 @@ def _member(kube: Kube, name: str) -> None:
         "resourceClaims": [GROUP_CLAIM],
         "schedulingGroup": {"podGroupName": GROUP},
     })
-    body = {"apiVersion": "v1", "kind": "Pod",
+    body: JSON = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
     kube.core.create_namespaced_pod(NAMESPACE, body)
 
