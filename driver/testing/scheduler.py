@@ -101,20 +101,25 @@ class Allocator:
         pod_uid: str | None = None,
         node_name: str | None = None,
         attempts: int = 5,
+        pod_group: tuple[str, str] | None = None,
     ) -> JSON:
-        """Allocate the claim (if not yet allocated) and reserve it for the pod, if given.
+        """Allocate the claim (if not yet allocated) and reserve it for the pod, if given,
+        or for the PodGroup `pod_group` (name, uid): what the scheduler writes for a
+        claim of a PodGroup's spec.resourceClaims (DRAWorkloadResourceClaims), whose
+        pods share it without being named in status.reservedFor.
 
         Returns the claim as written. An already allocated claim keeps its allocation and
         only gains the reservation, as when a second pod shares a claim.
         """
         if (pod_name is None) != (pod_uid is None):
             raise ValueError("pod_name and pod_uid go together")
+        consumer = _consumer(pod_name, pod_uid, pod_group)
         with self._lock:
             for _ in range(attempts):
                 claim = self._read_claim(namespace, name)
                 changed = self._allocate_into(claim, node_name or self._node_name)
-                if pod_name and pod_uid:
-                    changed |= _reserve(claim, pod_name, pod_uid)
+                if consumer is not None:
+                    changed |= _reserve(claim, consumer)
                 if not changed:
                     return claim
                 written = self._write_status(claim)
@@ -171,10 +176,25 @@ class Allocator:
         return list(json.loads(lister(_preload_content=False).data).get("items") or [])
 
 
-def _reserve(claim: JSON, pod_name: str, pod_uid: str) -> bool:
-    """Add the pod to status.reservedFor; False when it is already there."""
+def _consumer(
+    pod_name: str | None, pod_uid: str | None, pod_group: tuple[str, str] | None
+) -> JSON | None:
+    """The status.reservedFor entry for the pod or the PodGroup (one of them at most)."""
+    if pod_group is not None:
+        if pod_name is not None:
+            raise ValueError("a claim is reserved for a pod or for its PodGroup, not both")
+        group_name, group_uid = pod_group
+        return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                "name": group_name, "uid": group_uid}
+    if pod_name and pod_uid:
+        return {"resource": "pods", "name": pod_name, "uid": pod_uid}
+    return None
+
+
+def _reserve(claim: JSON, consumer: JSON) -> bool:
+    """Add the consumer to status.reservedFor; False when it is already there."""
     reserved = claim["status"].setdefault("reservedFor", [])
-    if any(entry.get("uid") == pod_uid for entry in reserved):
+    if any(entry.get("uid") == consumer["uid"] for entry in reserved):
         return False
-    reserved.append({"resource": "pods", "name": pod_name, "uid": pod_uid})
+    reserved.append(consumer)
     return True

@@ -85,3 +85,24 @@ def test_allocator_writes_allocation_and_reservation_through_the_api(client):
     allocator.deallocate(NAMESPACE, "b")
     allocated = allocator.allocate(NAMESPACE, "c")
     assert allocated["status"]["allocation"]["devices"]["results"][0]["device"] == "nic-0"
+
+
+def test_allocator_reserves_a_claim_for_a_pod_group(client):
+    # DRAWorkloadResourceClaims: the scheduler names the PodGroup, and its pods share the
+    # claim without being named; a second member's scheduling adds nothing.
+    api = ResourceV1Api(client)
+    api.create_device_class(device_class(NIC))
+    api.create_resource_slice(resource_slice(NIC, [shared_nic()]))
+    api.create_namespaced_resource_claim(NAMESPACE, nic_claim("group", "1G"))
+    allocator = Allocator(client)
+
+    first = allocator.allocate(NAMESPACE, "group", pod_group=("trainers", "uid-group"))
+    again = allocator.allocate(NAMESPACE, "group", pod_group=("trainers", "uid-group"))
+
+    group = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "trainers",
+             "uid": "uid-group"}
+    assert read_claim(api, "group")["status"]["reservedFor"] == [group]
+    assert again["status"] == first["status"]
+    with pytest.raises(ValueError, match="pod or for its PodGroup"):
+        allocator.allocate(NAMESPACE, "group", pod_name="p", pod_uid="u",
+                           pod_group=("trainers", "uid-group"))
