@@ -84,15 +84,21 @@ def published_slices(driver: str, inventory: Inventory) -> list[JSON]:
 
 
 def example_claims(objects: list[JSON]) -> list[JSON]:
-    """The ResourceClaims the examples lead to: named claims once, and one claim per pod
-    (Deployment replicas included) for each template a pod references."""
+    """The ResourceClaims the examples lead to: named claims once, one claim per pod
+    (Deployment replicas included) for each template a pod references, and one per
+    PodGroup for each template the group names (its pods share it)."""
     templates = {t["metadata"]["name"]: t for t in of_kind(objects, "ResourceClaimTemplate")}
     claims = [copy.deepcopy(c) for c in of_kind(objects, "ResourceClaim")]
+    groups = {g["metadata"]["name"]: g["spec"].get("resourceClaims") or []
+              for g in of_kind(objects, "PodGroup")}
     for workload in objects:
         pods = (workload.get("spec") or {}).get("replicas", 1)
-        for spec in pod_specs(workload):
+        group = groups.get(workload["metadata"]["name"]) if workload["kind"] == "PodGroup" else None
+        for spec in [{"resourceClaims": group}] if group else pod_specs(workload):
+            shared = groups.get((spec.get("schedulingGroup") or {}).get("podGroupName"), [])
             for ref in spec.get("resourceClaims") or []:
-                if "resourceClaimTemplateName" not in ref:
+                # A pod's claim that matches its PodGroup's is the group's one claim.
+                if "resourceClaimTemplateName" not in ref or (not group and ref in shared):
                     continue
                 template = templates[ref["resourceClaimTemplateName"]]
                 claims += [{

@@ -14,7 +14,8 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,42 @@ OVERLAY_LINE = re.compile(r"^# Overlays: (.+)$", re.MULTILINE)
 # Files that hold no workload: the namespace all examples use (checked below) and its
 # quota (tests/deploy/test_examples.py: test_example_quota_admits_all_examples).
 SETTING_FILES = {"kustomization.yaml", "namespace.yaml", "quota.yaml"}
+
+
+REQUIRES_LINE = re.compile(r"^# Requires: (.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What an example needs beyond a default cluster (`# Requires: 1.37, GateA, GateB`):
+    the first Kubernetes minor release that serves its APIs, and feature gates that are
+    off by default. Such a file stays out of kustomization.yaml (`kubectl apply -k
+    deploy/examples` must work on a default cluster) and runs only where they hold."""
+
+    since: tuple[int, int]
+    gates: tuple[str, ...]
+
+    def met_by(self, version: str, gates: Mapping[str, bool]) -> bool:
+        """Whether Kubernetes `version` with these gates on can run the example."""
+        return (minor_of(version) >= self.since
+                and all(gates.get(gate) for gate in self.gates))
+
+
+def minor_of(version: str) -> tuple[int, int]:
+    """(1, 37) for "1.37", "1.37.0" or "v1.37.2"."""
+    major, minor = version.lstrip("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+def requirements() -> dict[str, Requirement]:
+    """Example file -> its `# Requires:` line, for the files that have one."""
+    found = {}
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        match = REQUIRES_LINE.search(path.read_text())
+        if match:
+            since, *gates = (part.strip() for part in match[1].split(","))
+            found[path.name] = Requirement(minor_of(since), tuple(gates))
+    return found
 
 
 def workload_files() -> dict[str, list[str]]:
@@ -51,7 +88,7 @@ def test_the_kustomization_lists_every_example_file() -> None:
     kustomization = yaml.safe_load((EXAMPLES / "kustomization.yaml").read_text())
     files = {p.name for p in EXAMPLES.glob("*.yaml")} - {"kustomization.yaml"}
 
-    assert set(kustomization["resources"]) == files
+    assert set(kustomization["resources"]) == files - set(requirements())
     assert workload_files(), "no example workloads found"
 
 
@@ -147,3 +184,28 @@ def test_examples_name_overlays_that_exist() -> None:
     for file, overlays in workload_files().items():
         for overlay in overlays:
             assert (DEPLOY / "overlays" / overlay / "kustomization.yaml").exists(), (file, overlay)
+
+
+def test_examples_that_need_more_than_a_default_cluster_say_what() -> None:
+    needs = requirements()
+    assert needs["workload-claim.yaml"] == Requirement(
+        (1, 37), ("GenericWorkload", "DRAWorkloadResourceClaims"))
+    for file in workload_files():  # an API off by default is named by its gates
+        kinds = {o["kind"] for o in _load(file)}
+        assert "PodGroup" not in kinds or file in needs, file
+    need = needs["workload-claim.yaml"]
+    both = {"GenericWorkload": True, "DRAWorkloadResourceClaims": True}
+    assert need.met_by("v1.37.2", both) and need.met_by("1.38.0", both)
+    assert not need.met_by("v1.36.3", both)
+    assert not need.met_by("v1.37.2", {**both, "DRAWorkloadResourceClaims": False})
+
+
+def test_a_pod_group_example_leads_to_one_claim_its_pods_share() -> None:
+    objects = _load("workload-claim.yaml")
+    [group] = [o for o in objects if o["kind"] == "PodGroup"]
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    assert len(pods) == 2
+    for pod in pods:
+        assert pod["spec"]["schedulingGroup"]["podGroupName"] == group["metadata"]["name"]
+        assert pod["spec"]["resourceClaims"] == group["spec"]["resourceClaims"]
+    assert [c["metadata"]["name"] for c in example_claims(objects)] == ["trainers-0-gpu"]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from kubernetes.client.rest import ApiException
 
-from tests.deploy.test_examples_prepare import EXAMPLES, workload_files
+from tests.deploy.test_examples_prepare import EXAMPLES, requirements, workload_files
 
 from .. import realnode, releases
 from ..realnode import JSON, Kube, PluginDeployment, unit_env, wait
@@ -103,6 +103,8 @@ def _examples(capacity: bool) -> dict[str, list[str]]:
     """Overlay -> the example files naming it that do (or do not) ask for capacity."""
     by_overlay: dict[str, list[str]] = {}
     for name, overlays in workload_files().items():
+        if name in requirements():
+            continue  # test_node_deploy_gated_examples_run
         docs = yaml.safe_load_all((EXAMPLES / name).read_text())
         if any(_asks_for_capacity(d) for d in docs) == capacity:
             for overlay in overlays:
@@ -125,6 +127,21 @@ def test_node_deploy_capacity_examples_run(
     way, where the release's scheduler can allocate a capacity request."""
     releases.require_capacity_requests(kube.cp)
     _run_examples(kube, plugin, overlay, _examples(capacity=True)[overlay])
+
+
+@pytest.mark.parametrize(("file", "overlay"), [
+    (file, overlay) for file in requirements() for overlay in workload_files()[file]])
+def test_node_deploy_gated_examples_run(
+    kube: Kube, plugin: PluginDeployment, file: str, overlay: str
+) -> None:
+    """An example that needs a newer release or gates off by default (its `# Requires:`
+    line), applied alone on each overlay it names, the same way, where this release and
+    its gates meet that; skipped naming what is missing elsewhere."""
+    need, version = requirements()[file], kube.cp.version()
+    if not need.met_by(version, kube.cp.features()):
+        pytest.skip(f"Kubernetes {version} cannot run {file}: it needs "
+                    f"{'.'.join(map(str, need.since))}+ with {', '.join(need.gates)} on")
+    _run_examples(kube, plugin, overlay, [file])
 
 
 def _run_examples(kube: Kube, plugin: PluginDeployment, overlay: str, files: list[str]) -> None:
