@@ -117,9 +117,9 @@ def test_node_pod_group_claim_prepared_once_and_kept_while_a_member_runs(
 
         kube.delete_pod(names[0])
         before = _reads_found(plugin)
-        # The claim is in use, so its reads back off (2, 4, 8 s ...): three more found
-        # reads are three checks, spread over well past the 2 s interval, that kept it.
-        wait(f"reconciliation read claim {uid} three times after {names[0]} went",
+        # The only prepared claim here: three more found reads are three checks that read
+        # it in use, its reads backing off (2, 4, 8 s ...) well past the 2 s interval.
+        wait(f"reconciliation read claim {uid} (found) three times after {names[0]} went",
              lambda: _reads_found(plugin) >= before + 3, 120, kube.node.kubelet_log,
              lambda: plugin.logs()[-1500:])
         assert spec_file(claim) in cdi_files(), f"unprepared while {names[1]} uses it"
