@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from .. import realnode
 from ..realnode import (
@@ -105,3 +106,36 @@ def test_node_three_pairwise_disjoint_nics_do_not_exist(spanning: None, kube: Ku
                         constraints=[{"requests": ["nics"], "distinctAttribute": NUMA_NODE}])
     kube.pod("span-three-pod", "span-three")
     kube.wait_unschedulable("span-three-pod")
+
+
+EXAMPLE = realnode.REPO / "deploy/examples/nic-numa-span.yaml"
+INVENTORY_WITH_LISTS = {"containers": [{"name": "plugin", "env": [
+    {"name": "LIST_ATTRIBUTES", "value": "true"}]}]}
+
+
+def test_node_example_nic_numa_span_runs_with_lists(plugin: PluginDeployment, kube: Kube):
+    """deploy/examples/nic-numa-span.yaml on fake-inventory with LIST_ATTRIBUTES=true:
+    nic-span-0 is published near [0, 1], the pod runs and reads both nodes."""
+    require_feature(plugin.cp, "DRAListTypeAttributes")
+    require_feature(plugin.cp, "DRAConsumableCapacity")
+    docs = [d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d]
+    for doc in docs:
+        doc["metadata"]["namespace"] = realnode.NAMESPACE
+        if doc["kind"] == "Pod":
+            [app] = doc["spec"]["containers"]
+            app["image"], app["imagePullPolicy"] = realnode.BUSYBOX, "Never"
+            doc["spec"] = realnode.on_real_node(doc["spec"])
+    with plugin.using("fake-inventory", pod_patch=INVENTORY_WITH_LISTS):
+        def published() -> bool:
+            nic = slice_device(plugin.cp, plugin.node.name, "nic-span-0")
+            return bool(nic) and nic["attributes"].get(NUMA_NODE) == {"ints": [0, 1]}
+
+        wait("nic-span-0 published near NUMA nodes [0, 1]", published, 90,
+             plugin.node.kubelet_log, plugin.describe)
+        kube.cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+        claim = kube.claim_of(kube.wait_running("nic-numa-span"))
+        devices = {r["request"]: r["device"] for r in allocated(claim)}
+        assert devices["span"] == "nic-span-0", devices
+        units = {u["NAME"]: u["NUMA_NODE"] for u in unit_env(kube.env("nic-numa-span")).values()}
+        assert units["nic-span-0"] == "0,1", units
+        kube.delete_all()  # the claim's NICs go before the plugin rolls back
