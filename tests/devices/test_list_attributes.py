@@ -95,3 +95,13 @@ def test_the_container_learns_every_node_the_device_is_near(tmp_path: Path):
     env = [e for d in json.loads(spec.read_text())["devices"]
            for e in d["containerEdits"].get("env", [])]
     assert any(e.endswith("_NUMA_NODE=2,3") for e in env), env
+
+
+def test_a_device_reads_list_and_scalar_attributes_alike():
+    nic = _nics()["nic-1"]
+    folded = {d.name: d for _, d in scalar_attributes(
+        profile_inventory("nic-multi-numa", DRIVER, NODE, 2)).devices()}["nic-1"]
+
+    assert nic.attribute_values(NUMA_NODE) == [2, 3]
+    assert folded.attribute_values(NUMA_NODE) == [2]
+    assert nic.attribute_values("nope") == []
