@@ -30,6 +30,7 @@ from driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
 from driver.devices.kind_registry import KindSet
 from driver.devices.live import DeviceKey, LiveDevices, NodeView
 from driver.devices.model import Inventory
+from driver.devices.standard_attributes import scalar_attributes
 from driver.kube import ApiClientLoader
 from driver.kubelet.early import DATA_DIR_MODE, EarlyKubelet
 from driver.kubelet.healthcheck import start_healthcheck_server
@@ -134,7 +135,8 @@ class Plugin:
             self._backend, cfg.driver_name, on_change=self._on_devices_changed,
             prepared=self._prepared_devices, faults=faults,
             watched_file=getattr(self._backend, "inventory_path", None),
-            rescan_interval=cfg.rescan_interval)
+            rescan_interval=cfg.rescan_interval,
+            shape=None if cfg.list_attributes else scalar_attributes)
         self._board = self._early.board
         self._board.update(self._live.view.health)
         prepare_faults = PrepareFaults(faults) if faults is not None else None

@@ -343,7 +343,7 @@ def _env_values(
     values = [("NAME", unit.device), ("POOL", unit.pool), ("TYPE", unit.device_type)]
     for attribute, key in rules.env_attributes.items():
         value = unit.attribute(attribute)
-        if value is not None and not isinstance(value, list):
+        if value is not None:
             values.append((key, _env_text(value)))
     values += [
         ("CDI_DEVICE", unit.cdi_id),
@@ -365,7 +365,10 @@ def _env_values(
 
 
 def _env_text(value: Any) -> str:
-    # Attribute values as a shell would compare them: true/false, not Python's True.
+    # Attribute values as a shell would compare them: true/false, not Python's True; a
+    # list attribute (DRAListTypeAttributes) comma-separated in its order, "2,3".
+    if isinstance(value, list):
+        return ",".join(_env_text(item) for item in value)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

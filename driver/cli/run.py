@@ -74,6 +74,10 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--device-metadata", "DEVICE_METADATA", "false",
      "mount a device metadata file per claim request into its containers, as the Go "
      "helper's EnableDeviceMetadata does (true/false)"),
+    ("--list-attributes", "LIST_ATTRIBUTES", "false",
+     "publish list-valued attributes (a device near two NUMA nodes) as lists; needs the "
+     "DRAListTypeAttributes gate on the API server, else each is published as its first "
+     "item (true/false)"),
     ("--log-format", "LOG_FORMAT", "text", "log format: text or json"),
     ("--verbosity", "VERBOSITY", "0", "log verbosity: 0 info, 1-3 driver debug, 4+ all debug"),
 ]
@@ -123,6 +127,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         pod_resources_socket=Path(args.pod_resources_socket),
         claim_status=boolean(args.claim_status, "--claim-status"),
         device_metadata=boolean(args.device_metadata, "--device-metadata"),
+        list_attributes=boolean(args.list_attributes, "--list-attributes"),
         log_format=check(args.log_format, "--log-format", lambda v: v in ("text", "json"),
                           "must be text or json"),
         verbosity=integer(args.verbosity, "--verbosity", 0, 10),

@@ -108,8 +108,12 @@ class LiveDevices:
                  prepared: Callable[[], Iterable[DeviceKey]] = tuple,
                  faults: FaultFile | None = None, watched_file: Path | None = None,
                  rescan_interval: float = 10.0, tick: float = 0.5,
-                 full_rescan_interval: float = FULL_RESCAN_SECONDS) -> None:
+                 full_rescan_interval: float = FULL_RESCAN_SECONDS,
+                 shape: Callable[[Inventory], Inventory] | None = None) -> None:
         self._backend = backend
+        # What the plugin makes of each discover before anyone sees it (list attributes
+        # folded to scalars without --list-attributes): the published and prepared view.
+        self._shape = shape or (lambda inventory: inventory)
         self._driver = driver_name
         self._on_change = on_change
         self._prepared = prepared
@@ -122,7 +126,7 @@ class LiveDevices:
         self._thread: threading.Thread | None = None
         self._events: FileEvents | None = None
         self._stamp = self._change_stamp()  # before the discover: a change in between shows
-        self._discovered = compact(backend.discover())  # errors here stop the plugin
+        self._discovered = compact(self._discover())  # errors here stop the plugin
         self._scanned_at = self._discovered_at = time.monotonic()
         self._file_identity = self._identity()
         self._set_view(self._compute())
@@ -212,7 +216,7 @@ class LiveDevices:
                 and now - self._discovered_at < self._full_interval):
             return False
         try:
-            discovered = self._backend.discover()
+            discovered = self._discover()
         except Exception as err:  # a bad edit must not take devices away
             log.error("device rescan failed, keeping the last good inventory: %s", err)
             return False
@@ -234,6 +238,9 @@ class LiveDevices:
         present, nothing = self._present, frozenset[str]()
         return frozenset((pool, device) for pool, device in self._prepared()
                          if device not in present.get(pool, nothing))
+
+    def _discover(self) -> Inventory:
+        return self._shape(self._backend.discover())
 
     def _compute(self) -> NodeView:
         faults = self._faults.current() if self._faults is not None else FaultState()

@@ -61,6 +61,19 @@ class Device:
             return None
         return next(iter(entry.values()))
 
+    def attribute_values(self, name: str) -> list[Any]:
+        """Every value of attribute `name`: the items of a list attribute
+        (DRAListTypeAttributes), a scalar as a list of one, [] when unset.
+
+        Example::
+
+            device.attribute_values(NUMA_NODE)  # [2, 3] near two nodes, [1] near one
+        """
+        value = self.attribute(name)
+        if value is None:
+            return []
+        return list(value) if isinstance(value, list) else [value]
+
     def to_json(self) -> JSON:
         """A deep copy of the published form, safe for the caller to change."""
         return copy.deepcopy(dict(self.spec))

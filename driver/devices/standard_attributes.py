@@ -12,7 +12,10 @@ every other such device.
 
 from __future__ import annotations
 
-from driver.devices.model import JSON
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from driver.devices.model import JSON, Device, Inventory, Pool
 
 STANDARD_DOMAIN = "resource.kubernetes.io"
 NUMA_NODE = f"{STANDARD_DOMAIN}/numaNode"
@@ -23,6 +26,8 @@ PCIE_ROOT = f"{STANDARD_DOMAIN}/pcieRoot"
 PCI_BUS_ID = f"{STANDARD_DOMAIN}/pciBusID"
 """The PCI address of a PCI device, extended BDF (e.g. `0000:3b:00.0`)."""
 SIMULATED_NUMA_NODES = 2
+LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
+"""The list members of a DeviceAttribute (DRAListTypeAttributes) and their scalar forms."""
 
 
 def topology_attributes(numa_node: int | None, pcie_root: str | None = None,
@@ -59,3 +64,61 @@ def simulated_topology(index: int, numa_nodes: int = SIMULATED_NUMA_NODES) -> JS
         #  "resource.kubernetes.io/pcieRoot": {"string": "pci0000:03"}}
     """
     return topology_attributes(index % numa_nodes, f"pci0000:{index % 256:02x}")
+
+
+def numa_span_attributes(numa_nodes: Sequence[int], pcie_root: str | None = None) -> JSON:
+    """The standard attributes of a device near several NUMA nodes (physical node
+    first): `numaNode` a list of ints, as DRAListTypeAttributes publishes it; one node
+    gives the plain int. Nodes below 0 (no affinity) are left out.
+
+    A server without the gate refuses the list (the slice fails validation), so the
+    plugin publishes it only with `--list-attributes` and otherwise folds it to the
+    first node (`scalar_attributes`).
+
+    Example::
+
+        numa_span_attributes([2, 3])
+        # {"resource.kubernetes.io/numaNode": {"ints": [2, 3]}}
+    """
+    nodes = list(dict.fromkeys(n for n in numa_nodes if n >= 0))
+    attributes = topology_attributes(nodes[0] if len(nodes) == 1 else None, pcie_root)
+    if len(nodes) > 1:
+        attributes[NUMA_NODE] = {"ints": nodes}
+    return attributes
+
+
+def scalar_attributes(inventory: Inventory) -> Inventory:
+    """`inventory` with every list-valued attribute replaced by its first item (for
+    the standard `numaNode`, the physical node): what a server without
+    DRAListTypeAttributes accepts. Devices without lists are kept as they are.
+
+    Example::
+
+        scalar_attributes(inventory)  # {"ints": [2, 3]} becomes {"int": 2}
+    """
+    if not any(_has_lists(d) for _, d in inventory.devices()):
+        return inventory
+    return Inventory(pools=tuple(
+        Pool(pool.name, tuple(_scalar_device(d) for d in pool.devices), pool.shared_counters)
+        for pool in inventory.pools))
+
+
+def _has_lists(device: Device) -> bool:
+    return any(key in LIST_KINDS for entry in (device.spec.get("attributes") or {}).values()
+               for key in entry)
+
+
+def _scalar_device(device: Device) -> Device:
+    if not _has_lists(device):
+        return device
+    spec = dict(device.spec)
+    spec["attributes"] = {name: _scalar_entry(entry)
+                          for name, entry in (device.spec.get("attributes") or {}).items()}
+    return Device(spec=spec, container_edits=device.container_edits)
+
+
+def _scalar_entry(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key, scalar in LIST_KINDS.items():
+        if entry.get(key):
+            return {scalar: entry[key][0]}
+    return entry

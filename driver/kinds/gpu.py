@@ -6,6 +6,9 @@ Profiles (`--device-profile`), one per inventory (all name their GPUs `gpu-<i>`)
 * `gpu-shared`: multi-allocatable GPUs (`allowMultipleAllocations`) whose consumable
   `memory` (80Gi; default 8Gi, min 1Gi, step 1Gi) and `compute` (100 units, i.e. percent
   of the GPU; default = min 10, step 10) many claims share;
+* `gpu-fractional`: multi-allocatable GPUs whose `compute` is one whole GPU ("1") handed
+  out in milli-unit shares (default = min 100m, step 50m, max 1; DRAFractionalCapacityRange,
+  beta in 1.37), next to `memory` as in `gpu-shared`;
 * `gpu-partitioned`: MIG-like GPUs. Each physical GPU has a counter set
   `gpu-<i>-counters` (`memory` 80Gi, `slices` 7) published in the pool's counter slice
   (api-facts 4.2: never in a slice with devices). The whole GPU `gpu-<i>` consumes all of
@@ -44,6 +47,11 @@ GPU_DRIVER_VERSION = "1.0.0"
 GPU_COMPUTE = "100"
 GPU_MEMORY_POLICY: JSON = {"default": "8Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
 GPU_COMPUTE_POLICY: JSON = {"default": "10", "validRange": {"min": "10", "step": "10"}}
+
+# Fractional GPUs: compute as a fraction of one GPU, in milli-units (api-facts 4.8; 1.37).
+GPU_FRACTION = "1"
+GPU_FRACTION_POLICY: JSON = {"default": "100m",
+                             "validRange": {"min": "100m", "max": "1", "step": "50m"}}
 
 # Partitioned GPUs: the counters of one physical GPU and the partition shapes cut from it.
 GPU_SLICES = 7
@@ -104,6 +112,22 @@ def shared_gpu_device(driver_name: str, node_name: str, index: int) -> Device:
         "capacity": {
             "memory": {"value": GPU_MEMORY, "requestPolicy": _copy(GPU_MEMORY_POLICY)},
             "compute": {"value": GPU_COMPUTE, "requestPolicy": _copy(GPU_COMPUTE_POLICY)},
+        },
+    }
+    return Device(spec=spec)
+
+
+def fractional_gpu_device(driver_name: str, node_name: str, index: int) -> Device:
+    """One simulated GPU shared in fractions: a share takes 100m to 1 of its `compute`
+    in steps of 50m (a request of 120m consumes 150m), and memory as `gpu-shared`."""
+    name = f"gpu-{index}"
+    spec: JSON = {
+        "name": name,
+        "allowMultipleAllocations": True,
+        "attributes": _gpu_attributes(driver_name, node_name, name, index),
+        "capacity": {
+            "memory": {"value": GPU_MEMORY, "requestPolicy": _copy(GPU_MEMORY_POLICY)},
+            "compute": {"value": GPU_FRACTION, "requestPolicy": _copy(GPU_FRACTION_POLICY)},
         },
     }
     return Device(spec=spec)
@@ -184,6 +208,10 @@ class GpuKind(DeviceKind):
                     "exclusive GPUs, memory 80Gi"),
         FakeProfile("gpu-shared", lambda c, i: shared_gpu_device(c.driver_name, c.node_name, i),
                     "GPUs whose memory and compute many claims share"),
+        FakeProfile("gpu-fractional",
+                    lambda c, i: fractional_gpu_device(c.driver_name, c.node_name, i),
+                    "GPUs whose compute claims share in milli-unit fractions (100m steps "
+                    "of 50m; Kubernetes 1.37)"),
         FakeProfile("gpu-partitioned", _partitioned, "MIG-like GPUs: the whole GPU or its "
                     "1g/2g/3g partitions, drawn from shared counters"),
     )

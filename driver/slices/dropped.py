@@ -113,3 +113,19 @@ def _missing(value: Any, path: str, out: set[str]) -> None:
         out.update(f"{path}.{member}" for member in value)
     else:
         out.add(path)
+
+
+_EMPTIED_ATTRIBUTE = "exactly one value must be specified"
+
+
+def refusal_hint(message: str) -> str:
+    """Why a server may refuse a slice that passed our own validation, for its log line.
+
+    A server with DRAListTypeAttributes off drops list values (`ints`, ...) and then finds
+    the attribute without a value; our validation never lets an empty attribute through,
+    so this refusal means a list was sent. Empty when nothing fits.
+    """
+    if _EMPTIED_ATTRIBUTE in message:
+        return ("; a list-valued attribute needs the DRAListTypeAttributes feature gate: "
+                "turn it on or run without --list-attributes")
+    return ""

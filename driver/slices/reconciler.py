@@ -27,6 +27,7 @@ from driver.slices.api import ApiError, SliceApi
 from driver.slices.backoff import Backoff
 from driver.slices.desired import SliceLayout, layout_for_release
 from driver.slices.diff import PoolPlan, SliceTarget, plan_pool, plan_removal
+from driver.slices.dropped import refusal_hint
 from driver.slices.node_uid import NodeUid
 from driver.slices.observed import SliceCache
 from driver.slices.server_changes import ServerChanges
@@ -241,7 +242,8 @@ class Reconciler:
                 self._queue.retry(pool, 0.0)
                 return
         delay = self._backoff.delay(attempts - 1, err.retry_after)
-        log.warning("pool %r: %s; retrying in %.2fs", pool, err, delay)
+        hint = refusal_hint(err.message) if err.kind == "invalid" else ""
+        log.warning("pool %r: %s%s; retrying in %.2fs", pool, err, hint, delay)
         self._queue.retry(pool, delay)
 
 

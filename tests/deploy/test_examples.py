@@ -21,6 +21,7 @@ from driver.core.validation import validate_slice
 from driver.devices.backend import FakeBackend
 from driver.devices.kind_registry import builtin_kinds
 from driver.devices.model import Inventory
+from driver.devices.standard_attributes import scalar_attributes
 from driver.slices.desired import desired_pools
 from driver.testing.allocation.builders import resource_slice
 from driver.testing.allocation.cel import DeviceView, compile_selector
@@ -66,7 +67,10 @@ def overlay_inventory(objects: list[JSON], scratch: Path) -> tuple[str, Inventor
         profile = str(file)
     driver = env["DRIVER_NAME"]
     backend = FakeBackend(profile, driver, NODE, int(env.get("NUM_DEVICES", "8")))
-    return driver, backend.discover()
+    # As the plugin publishes it: lists folded to their first item without LIST_ATTRIBUTES.
+    if env.get("LIST_ATTRIBUTES", "false") == "true":
+        return driver, backend.discover()
+    return driver, scalar_attributes(backend.discover())
 
 
 def published_slices(driver: str, inventory: Inventory) -> list[JSON]:

@@ -41,6 +41,8 @@ DRA_GATES = (
     "ResourceHealthStatus",
     "DRAWorkloadResourceClaims",
     "GenericWorkload",
+    "DRAListTypeAttributes",
+    "DRAFractionalCapacityRange",
 )
 # Gates set only where the gate that needs them is known too: GenericWorkload (the
 # Workload/PodGroup API, alpha in 1.35) is on for DRAWorkloadResourceClaims (1.36+), not

@@ -519,9 +519,9 @@ POLICY_RULES: list[tuple[str, JSON, str, str]] = [
         "option is larger than capacity value: 10G",
     ),
     (
-        "values-unique-by-integer",
-        {"default": "1", "validValues": ["1500m", "2"]},
-        f"{RP}.validValues[1]",
+        "values-unique-by-written-decimal",
+        {"default": "1", "validValues": ["1", "1000m", "1500m", "2", "2e0"]},
+        f"{RP}.validValues[4]",
         "Duplicate value",
     ),
     (
@@ -626,12 +626,27 @@ def test_sound_request_policies_pass(policy):
     assert validate_slice(_slice([_shared(policy)])) == []
 
 
-def test_step_checks_use_integer_values_rounded_up():
-    # Exactly, (3 - 1) is not a multiple of 1.5; on rounded-up integers (3 - 1) % 2 == 0.
-    policy = {"default": "3", "validRange": {"min": "1", "step": "1500m"}}
+def test_fractional_steps_are_checked_in_thousandths():
+    # 1.37 (DRAFractionalCapacityRange): (3 - 1) is not a multiple of 1.5, 2.5 - 1 is;
+    # 1.36 compared rounded-up integers and took 3 (and refused 2.5).
+    policy = {"default": "2500m", "validRange": {"min": "1", "step": "1500m"}}
     assert validate_slice(_slice([_shared(policy)])) == []
-    policy = {"default": "2", "validRange": {"min": "1", "step": "1500m"}}
+    policy = {"default": "3", "validRange": {"min": "1", "step": "1500m"}}
     assert _fields(_slice([_shared(policy)])) == [f"{RP}.validRange.step"]
+
+
+@pytest.mark.parametrize(("policy", "field"), [
+    ({"default": "100m", "validRange": {"min": "100m", "step": "500u"}}, "step"),
+    ({"default": "1500u", "validRange": {"min": "1m"}}, "default"),
+    ({"default": "0", "validRange": {"min": "-1", "step": "1"}}, "min"),
+])
+def test_amounts_the_server_cannot_count_are_refused(policy, field):
+    assert _fields(_slice([_shared(policy)])) == [f"{RP}.validRange.{field}"]
+
+
+def test_a_gpu_share_of_100m_steps_of_50m_is_valid():
+    policy = {"default": "100m", "validRange": {"min": "100m", "max": "900m", "step": "50m"}}
+    assert validate_slice(_slice([_shared(policy)])) == []
 
 
 # --- reuse and robustness --------------------------------------------------------------------

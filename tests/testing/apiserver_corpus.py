@@ -352,7 +352,64 @@ def _cases() -> list[Case]:
             "asks; a real server answers 400 (Strict) or drops them with a warning",
         ),
     ]
-    return slices + _class_cases() + _claim_cases() + _template_cases()
+    return (slices + _list_attribute_cases() + _fractional_cases() + _class_cases()
+            + _claim_cases() + _template_cases())
+
+
+def _listed(**attributes: JSON) -> JSON:
+    return _slice(devices=[_device(attributes={"type": {"string": "nic"}, **attributes})])
+
+
+def _list_attribute_cases() -> list[Case]:
+    """DRAListTypeAttributes (alpha 1.36; on in the e2e): list-valued attributes."""
+    return [
+        Case("slice: list attributes of every kind", lambda: _listed(
+            ports={"ints": [1, 3]}, up={"bools": [True, False]}, names={"strings": ["a", "b"]},
+            fw={"versions": ["1.0.0", "2.1.0-rc.1"]})),
+        Case("slice: standard numaNode as a list", lambda: _listed(
+            **{"resource.kubernetes.io/numaNode": {"ints": [2, 3]}})),
+        Case("slice: empty int list", lambda: _listed(ports={"ints": []})),
+        Case("slice: scalar and list in one attribute",
+             lambda: _listed(ports={"int": 1, "ints": [1]})),
+        Case("slice: bad semver in a version list",
+             lambda: _listed(fw={"versions": ["1.0.0", "1.0"]})),
+        Case("slice: string list item too long",
+             lambda: _listed(names={"strings": ["ok", "x" * 65]})),
+        Case("slice: 49 attribute values",
+             lambda: _listed(ports={"ints": list(range(48))})),
+        Case("slice: 48 attribute values",
+             lambda: _listed(ports={"ints": list(range(47))})),
+    ]
+
+
+def _gpu_share(policy: JSON, value: str = "1") -> JSON:
+    capacity = {"compute": {"value": value, "requestPolicy": policy}}
+    return _slice(devices=[_device(allowMultipleAllocations=True, capacity=capacity)])
+
+
+def _fractional_cases() -> list[Case]:
+    """DRAFractionalCapacityRange (beta 1.37, on): milli-unit request policy ranges."""
+    milli = {"min": "100m", "step": "50m"}
+    return [
+        Case("slice: fractional range", lambda: _gpu_share(
+            {"default": "100m", "validRange": {**milli, "max": "900m"}})),
+        Case("slice: fractional default off the step",
+             lambda: _gpu_share({"default": "125m", "validRange": milli})),
+        Case("slice: fractional max off the step", lambda: _gpu_share(
+            {"default": "100m", "validRange": {**milli, "max": "975m"}})),
+        Case("slice: step finer than a milli", lambda: _gpu_share(
+            {"default": "100m", "validRange": {"min": "100m", "step": "500u"}})),
+        Case("slice: fractional default of an integer range", lambda: _gpu_share(
+            {"default": "1500m", "validRange": {"min": "1", "step": "1"}}, value="4")),
+        Case("slice: fractional range without step", lambda: _gpu_share(
+            {"default": "250m", "validRange": {"min": "100m", "max": "900m"}})),
+        Case("slice: fractional valid values", lambda: _gpu_share(
+            {"default": "250m", "validValues": ["250m", "500m", "1"]})),
+        Case("slice: valid values 1 and 1000m", lambda: _gpu_share(
+            {"default": "1", "validValues": ["1", "1000m"]}, value="2")),
+        Case("slice: negative min with a step", lambda: _gpu_share(
+            {"default": "0", "validRange": {"min": "-1", "step": "1"}}, value="4")),
+    ]
 
 
 def _class_cases() -> list[Case]:

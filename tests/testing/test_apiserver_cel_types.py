@@ -17,6 +17,10 @@ ATTR = 'device.attributes["d"]'
 CAP = 'device.capacity["d"]'
 
 ACCEPTED = [
+    # DRAListTypeAttributes (on in the modelled 1.37): an attribute is dyn, a list of it
+    # can be ranged over ("class: CEL iterates an attribute" in the recorded corpus).
+    f"{ATTR}.ints.exists(i, i > 1)",
+    f"{ATTR}.ints.all(i, i > 1)",
     f"has({ATTR}.a)",
     f"!has({ATTR}.a)",
     f'{ATTR}.model.matches("^a.*")',
@@ -70,8 +74,6 @@ REFUSED = [
     'device.driver in "abc"',
     'quantity("1") < quantity("2")',
     "true && device.driver",
-    f"{ATTR}.ints.exists(i, i > 1)",  # an attribute value is no list to range over
-    f"{ATTR}.ints.all(i, i > 1)",
     f"{ATTR}.model.matches(1)",
     "device.driver.startsWith(1)",
     'quantity(1) == quantity("1")',

@@ -3,10 +3,16 @@
 A requestPolicy is only allowed on devices with `allowMultipleAllocations: true`; it
 holds a default and either a list of validValues or a validRange (min, max, step), all
 checked against the capacity value.
+
+As 1.37 with DRAFractionalCapacityRange (beta, on): a range whose default or bounds go
+below whole units (a GPU compute share of min 100m, step 50m) is checked in thousandths,
+and an amount finer than a thousandth is refused; a whole-number range must lie in
+[0, 2^63-1]; validValues are told apart by their decimal as written (1 and 1000m differ).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -110,7 +116,7 @@ def _option_errors(
     # `i` counts parsed options and also indexes `raw`; the two differ only when an option
     # did not parse, which is already reported.
     errors = []
-    seen: set[int] = set()
+    seen: set[tuple[Fraction, int]] = set()
     for i, option in enumerate(options):
         if option > capacity:
             errors.append(
@@ -120,11 +126,26 @@ def _option_errors(
                     f"option is larger than capacity value: {quantity_text(capacity)}",
                 )
             )
-        # Duplicates are detected on the integer value, as the API server does.
-        if ceil_int(option) in seen:
+        # Duplicates are detected on the decimal as written, as the 1.37 API server does.
+        key = _written_key(raw[i], option)
+        if key in seen:
             errors.append(duplicate(f"{path}[{i}]", raw[i]))
-        seen.add(ceil_int(option))
+        seen.add(key)
     return errors
+
+
+_WRITTEN = re.compile(r"^[+-]?[0-9]*\.?([0-9]*)(?:([numkMGTPE]?)|[eE]([+-]?[0-9]+))$")
+_EXPONENTS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
+              "E": 18}
+
+
+def _written_key(text: Any, value: Fraction) -> tuple[Fraction, int]:
+    """The amount and the decimals it is written with ("1000m": 3, "1": 0, "1k": 0)."""
+    match = _WRITTEN.match(str(text).strip())
+    if match is None:  # a binary suffix: a whole number of bytes
+        return value, 0
+    exponent = int(match[3]) if match[3] is not None else _EXPONENTS[match[2] or ""]
+    return value, max(0, len(match[1]) - exponent)
 
 
 # --- validRange -----------------------------------------------------------------------
@@ -142,6 +163,9 @@ def _valid_range_errors(
     errors = _min_errors(default, capacity, low, path)
     if high is not None:
         errors += _max_errors(default, capacity, low, high, path)
+    coarse = _milli_errors(_bounds(default, low, high, step), path)
+    if coarse:
+        return errors + coarse
     if step is not None:
         errors += _step_errors(default, capacity, low, high, step, f"{path}.step")
     return errors
@@ -212,29 +236,41 @@ def _step_errors(
     step: Fraction,
     path: str,
 ) -> list[FieldError]:
+    bounds = _bounds(default, low, high, step)
+    milli = any(v.denominator != 1 for v in bounds.values())
+    base = path.rsplit(".", 1)[0]
     if step <= 0:
         return [invalid(path, step, "must be greater than zero")]
     errors = []
     if low + step > capacity:
-        errors.append(
-            invalid(
-                path,
-                step,
-                f"one step {quantity_text(low + step)} is larger "
-                f"than capacity value: {quantity_text(capacity)}",
-            )
-        )
-    # Before DRAFractionalCapacityRange the server compares integer values (rounded up).
-    int_step, int_min = ceil_int(step), ceil_int(low)
+        errors.append(invalid(path, step, f"one step {quantity_text(low + step)} is larger "
+                                          f"than capacity value: {quantity_text(capacity)}"))
+    if not milli and any(v < 0 or v > _MAX_INT64 for v in bounds.values()):
+        return errors + [invalid(f"{base}.{name}", v, "must be within 0 and 2^63-1")
+                         for name, v in bounds.items() if v < 0 or v > _MAX_INT64]
+    # Whole numbers as the server's Quantity.Value() (rounded up), or thousandths.
+    unit = 1000 if milli else 1
+    start, size = ceil_int(low * unit), ceil_int(step * unit)
     for value in (default, high):
-        if value is not None and (ceil_int(value) - int_min) % int_step != 0:
-            errors.append(
-                invalid(
-                    path,
-                    value,
-                    f"value is not a multiple of a given step "
-                    f"({quantity_text(step)}) from "
-                    f"({quantity_text(low)})",
-                )
-            )
+        if value is not None and (ceil_int(value * unit) - start) % size != 0:
+            errors.append(invalid(path, value, f"value is not a multiple of a given step "
+                                               f"({quantity_text(step)}) from "
+                                               f"({quantity_text(low)})"))
     return errors
+
+
+_MAX_INT64 = 2**63 - 1
+
+
+def _bounds(default: Fraction, low: Fraction, high: Fraction | None,
+            step: Fraction | None) -> dict[str, Fraction]:
+    named = {"default": default, "min": low, "max": high, "step": step}
+    return {name: v for name, v in named.items() if v is not None}
+
+
+def _milli_errors(bounds: Mapping[str, Fraction], path: str) -> list[FieldError]:
+    """Where the range goes below whole units, amounts finer than a thousandth."""
+    if all(v.denominator == 1 for v in bounds.values()):
+        return []
+    return [invalid(f"{path}.{name}", v, "value cannot be represented as a milli value")
+            for name, v in bounds.items() if (v * 1000).denominator != 1]

@@ -76,7 +76,7 @@ class Search:
         self.new_share_id = new_share_id
         self.picks: list[Pick] = []
         self._undo: list[Undo] = []  # one entry per pick, in pick order
-        self._values: list[list[tuple[str, Any]]] = [[] for _ in constraints]
+        self._values: list[list[AttributeSet]] = [[] for _ in constraints]
         self._matches: dict[tuple[int, int], bool] = {}
         self._steps = 0
 
@@ -198,16 +198,19 @@ class Search:
             value = _attribute_value(device, constraint.attribute)
             if value is None:
                 return Rejection(device.name, f"lacks attribute {constraint.attribute}")
-            if constraint.kind == "matchAttribute" and values and values[0] != value:
+            # Values compare as sets (DRAListTypeAttributes, on in 1.37's e2e): a scalar is
+            # a set of one; matchAttribute needs all chosen sets to meet, distinctAttribute
+            # a set disjoint from each chosen one.
+            if constraint.kind == "matchAttribute" and values and not value.intersection(*values):
                 return Rejection(
                     device.name,
-                    f"matchAttribute {constraint.attribute}: {value[1]!r} differs from "
-                    f"{values[0][1]!r} of the devices already chosen",
+                    f"matchAttribute {constraint.attribute}: {_shown(value)} shares no value "
+                    f"with {_shown(frozenset.intersection(*values))} of the devices already chosen",
                 )
-            if constraint.kind == "distinctAttribute" and value in values:
+            if constraint.kind == "distinctAttribute" and any(value & v for v in values):
                 return Rejection(
                     device.name,
-                    f"distinctAttribute {constraint.attribute}: {value[1]!r} already chosen",
+                    f"distinctAttribute {constraint.attribute}: {_shown(value)} already chosen",
                 )
         return None
 
@@ -278,12 +281,23 @@ class Search:
         return undo
 
 
-def _attribute_value(device: Candidate, name: str) -> tuple[str, Any] | None:
+AttributeSet = frozenset[tuple[str, Any]]
+"""An attribute's values as (kind, value) pairs: one for a scalar, each item of a list."""
+
+
+def _attribute_value(device: Candidate, name: str) -> AttributeSet | None:
     entry = device.attribute(name)
     if not entry:
         return None
     kind, value = next(iter(entry.items()))
-    return kind, tuple(value) if isinstance(value, list) else value
+    if isinstance(value, list):
+        return frozenset((kind.removesuffix("s"), item) for item in value)
+    return frozenset({(kind, value)})
+
+
+def _shown(values: AttributeSet) -> str:
+    items = sorted(repr(v) for _, v in values)
+    return items[0] if len(items) == 1 else f"[{', '.join(items)}]"
 
 
 def _taint(taint: Mapping[str, Any]) -> str:

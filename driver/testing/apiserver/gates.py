@@ -12,7 +12,9 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-# Gates the stand-in models, all on by default as in Kubernetes 1.36.
+# Gates the stand-in models, all on as the e2e's 1.37 control plane runs them (alpha ones
+# turned on). DRAFractionalCapacityRange (beta, on in 1.37) is modelled in validation only:
+# the stand-in always takes the milli path that it opens.
 DEFAULT_GATES: dict[str, bool] = {
     "DRAConsumableCapacity": True,
     "DRADeviceTaints": True,
@@ -20,7 +22,12 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRADeviceBindingConditions": True,
     "DRAResourceClaimDeviceStatus": True,
     "DRAAdminAccess": True,
+    "DRAListTypeAttributes": True,
+    "DRAFractionalCapacityRange": True,
 }
+# DRAListTypeAttributes: the list members of a DeviceAttribute. Off, the server drops them,
+# and an attribute left without a value then fails validation (the slice is refused).
+_LIST_MEMBERS = ("bools", "ints", "strings", "versions")
 
 _DEVICE_FIELDS = {
     "DRAConsumableCapacity": ("allowMultipleAllocations",),
@@ -46,6 +53,11 @@ def _slice_uses(obj: Mapping[str, Any], gate: str) -> bool:
     for device in _devices(obj):
         if any(device.get(f) is not None for f in _DEVICE_FIELDS.get(gate, ())):
             return True
+        if gate == "DRAListTypeAttributes" and any(
+            isinstance(a, dict) and any(a.get(m) is not None for m in _LIST_MEMBERS)
+            for a in (device.get("attributes") or {}).values()
+        ):
+            return True
         if gate == "DRAConsumableCapacity" and any(
             isinstance(c, dict) and "requestPolicy" in c
             for c in (device.get("capacity") or {}).values()
@@ -61,6 +73,10 @@ def _drop_slice_fields(obj: JSON, gate: str) -> None:
     for device in _devices(obj):
         for name in _DEVICE_FIELDS.get(gate, ()):
             device.pop(name, None)
+        if gate == "DRAListTypeAttributes":
+            for attribute in (device.get("attributes") or {}).values():
+                for member in _LIST_MEMBERS if isinstance(attribute, dict) else ():
+                    attribute.pop(member, None)
         if gate == "DRAConsumableCapacity":
             for entry in (device.get("capacity") or {}).values():
                 if isinstance(entry, dict):

@@ -57,7 +57,7 @@ class Reply:
 class Config:
     """Server behaviour a test may change while the server runs."""
 
-    kubernetes_version: str = "1.35"
+    kubernetes_version: str = "1.37"
     feature_gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
     bookmark_interval: float = 60.0
     too_large_resource_version_wait: float = 3.0  # the watch cache's wait for a future RV

@@ -56,7 +56,7 @@ def parse(path: str) -> Route:
 
 def discovery(path: str, release: str) -> dict[str, Any] | None:
     """The discovery document served at `path` (/api, /apis, /api/v1, ..., /version of
-    `release`, "1.35"), or None."""
+    `release`, "1.37"), or None."""
     path = "/" + path.strip("/")
     by_gv = resources.group_versions()
     if path == "/api":

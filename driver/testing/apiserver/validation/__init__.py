@@ -1,5 +1,5 @@
 """The stand-in's own rule book: the semantic rules of ResourceSlices, ResourceClaims,
-ResourceClaimTemplates and DeviceClasses, written from what a real kube-apiserver (1.36)
+ResourceClaimTemplates and DeviceClasses, written from what a real kube-apiserver (1.37)
 accepts and rejects.
 
 These are deliberately not the driver's client-side validators (`driver.core.validation`),

@@ -33,6 +33,36 @@ def amount(value: Any) -> Fraction | None:
     return number * Fraction(10**exponent) if exponent >= 0 else number / 10**-exponent
 
 
+def decimal_key(value: Any) -> str:
+    """How 1.37 tells validValues apart with DRAFractionalCapacityRange (`AsDec().String()`):
+    the decimal as parsed, keeping the digits written after the point, so "1" and "1000m"
+    ("1.000") differ while "1k" and "1000" are the same option."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = repr(value)
+    match = _FORM.match(value.strip()) if isinstance(value, str) else None
+    parsed = amount(value)
+    if match is None or parsed is None or (match[2] or "") in _BINARY:
+        return str(value) if parsed is None else str(parsed)
+    suffix = match[2] or ""
+    exponent = _DECIMAL[suffix] if suffix in _DECIMAL else int(suffix[1:])
+    digits = len(match[1].partition(".")[2]) - exponent
+    if digits <= 0:
+        return str(whole(parsed))
+    sign, magnitude = ("-" if parsed < 0 else ""), abs(parsed) * 10**digits
+    number = str(magnitude.numerator // magnitude.denominator).rjust(digits + 1, "0")
+    return f"{sign}{number[:-digits]}.{number[-digits:]}"
+
+
+def is_fractional(value: Fraction) -> bool:
+    """True for an amount below whole units (1.5, 100m): the milli path of 1.37."""
+    return value.denominator != 1
+
+
+def milli_exact(value: Fraction) -> bool:
+    """True when `value` is a whole number of thousandths (`MilliValue()` loses nothing)."""
+    return (value * 1000).denominator == 1
+
+
 def whole(value: Fraction) -> int:
     """`Quantity.Value()`: the amount rounded up to an integer."""
     return math.ceil(value)

@@ -30,7 +30,11 @@ DEVICE_FIELDS = {
     "capacity": CAPS,
     "allowMultipleAllocations": BOOL,
 }
-MAP_VALUE = {ATTRS: DOMAIN, DOMAIN: ANY, CAPS: CAPDOMAIN, CAPDOMAIN: QUANTITY, MAP: DYN}
+# With DRAListTypeAttributes (on in the modelled 1.37, as the e2e runs it) an attribute is
+# dyn, so that a list attribute can be iterated (`.exists(i, ...)`); without it, Any.
+LIST_TYPE_ATTRIBUTES = True
+ATTRIBUTE = DYN if LIST_TYPE_ATTRIBUTES else ANY
+MAP_VALUE = {ATTRS: DOMAIN, DOMAIN: ATTRIBUTE, CAPS: CAPDOMAIN, CAPDOMAIN: QUANTITY, MAP: DYN}
 NUMERIC = {INT, UINT, DOUBLE}
 # Types that can only be compared with their own kind (numbers compare across kinds).
 GROUP = {INT: "number", UINT: "number", DOUBLE: "number"}

@@ -101,6 +101,8 @@ def attribute_errors(attribute: Any, path: str) -> list[FieldError]:
     """One DeviceAttribute: exactly one of its value fields, each value well formed."""
     attribute = attribute if isinstance(attribute, dict) else {}
     present = [k for k in (*SCALARS, *LISTS) if attribute.get(k) is not None]
+    # 1.37's declarative union check does not count an empty list as a value.
+    counted = [k for k in present if k not in LISTS or attribute[k]]
     errors: list[FieldError] = []
     for key in present:
         value, where = attribute[key], f"{path}.{key}"
@@ -111,8 +113,8 @@ def attribute_errors(attribute: Any, path: str) -> list[FieldError]:
         elif key in ("strings", "versions"):
             for i, item in enumerate(value):
                 errors += _text_errors(key[:-1], item, f"{where}[{i}]")
-    if len(present) != 1:
-        shown = attribute if present else ""
+    if len(counted) != 1:
+        shown = attribute if counted else ""
         errors.append(invalid(path, shown, "exactly one value must be specified"))
     return errors
 

@@ -3,8 +3,13 @@
 Only a device with `allowMultipleAllocations: true` may carry one. It holds a `default` and
 either `validValues` (ascending, within the capacity, at most 10) or a `validRange`
 (`min`, optional `max` and `step`). Errors about a default outside the range land on
-`validRange.default`, as a 1.37 server reports them (1.36 named the bound); step arithmetic
-works on whole numbers (`Quantity.Value()`), as without DRAFractionalCapacityRange.
+`validRange.default`, as a 1.37 server reports them (1.36 named the bound).
+
+DRAFractionalCapacityRange (beta in 1.37, on): where the default or a bound is below
+whole units (100m) the step arithmetic works on thousandths (`MilliValue()`), and an
+amount finer than a thousandth is refused; otherwise it works on whole numbers
+(`Quantity.Value()`), which must lie in [0, MaxInt64]. validValues are told apart by
+their decimal as written ("1" and "1000m" differ).
 """
 
 from __future__ import annotations
@@ -12,7 +17,14 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from driver.testing.apiserver.validation.amounts import amount, text, whole
+from driver.testing.apiserver.validation.amounts import (
+    amount,
+    decimal_key,
+    is_fractional,
+    milli_exact,
+    text,
+    whole,
+)
 from driver.testing.apiserver.validation.field import FieldError, forbidden, invalid, required
 from driver.testing.apiserver.validation.sizes import each_unique_item, limit_of
 
@@ -84,9 +96,9 @@ def _gt(a: Fraction | None, b: Fraction | None) -> bool:
 
 
 def _option_key(option: Any) -> str:
-    # The server tells options apart by their whole value: 1500m and 2 are the same option.
-    parsed = amount(option)
-    return str(option) if parsed is None else str(whole(parsed))
+    # With DRAFractionalCapacityRange the server tells options apart by their decimal as
+    # written (AsDec): 1500m and 2 differ, so do 1 and 1000m; 1k and 1000 do not.
+    return decimal_key(option)
 
 
 def _range_errors(
@@ -112,8 +124,15 @@ def _range_errors(
             detail = f"default is more than max: {text(high)}"
             errors.append(invalid(f"{path}.default", text(default), detail))
     step = amount(valid_range.get("step"))
+    bounds = {"default": default, "min": low, "max": high, "step": step}
+    milli = any(v is not None and is_fractional(v) for v in bounds.values())
+    if milli:
+        coarse = [invalid(f"{path}.{name}", text(v), "value cannot be represented as a milli value")
+                  for name, v in bounds.items() if v is not None and not milli_exact(v)]
+        if coarse:
+            return errors + coarse
     if step is not None:
-        errors += _step_errors(low, high, step, default, top, f"{path}.step")
+        errors += _step_errors(bounds, top, path, milli)
     return errors
 
 
@@ -126,21 +145,36 @@ def _max_errors(low: Fraction, high: Fraction, top: Fraction, path: str) -> list
 
 
 def _step_errors(
-    low: Fraction,
-    high: Fraction | None,
-    step: Fraction,
-    default: Fraction,
-    top: Fraction,
-    path: str,
+    bounds: dict[str, Fraction | None], top: Fraction, path: str, milli: bool
 ) -> list[FieldError]:
+    low, step = bounds["min"], bounds["step"]
+    assert low is not None and step is not None
     if step <= 0:
-        return [invalid(path, text(step), "must be greater than zero")]
+        return [invalid(f"{path}.step", text(step), "must be greater than zero")]
     errors = []
     if low + step > top:
         detail = f"one step {text(low + step)} is larger than capacity value: {text(top)}"
-        errors.append(invalid(path, text(step), detail))
-    for value in (default, high):
-        if value is not None and (whole(value) - whole(low)) % whole(step) != 0:
+        errors.append(invalid(f"{path}.step", text(step), detail))
+    if not milli:
+        # Value() only holds in [0, MaxInt64]; the server refuses what lies outside
+        # before its integer arithmetic.
+        unsafe = [_int64_error(f"{path}.{name}", v) for name, v in bounds.items()
+                  if v is not None and (v < 0 or whole(v) > _MAX_INT64)]
+        if unsafe:
+            return errors + unsafe
+    unit = 1000 if milli else 1
+    start, size = whole(low * unit), whole(step * unit)
+    for value in (bounds["default"], bounds["max"]):
+        if value is not None and (whole(value * unit) - start) % size != 0:
             detail = f"value is not a multiple of a given step ({text(step)}) from ({text(low)})"
-            errors.append(invalid(path, text(value), detail))
+            errors.append(invalid(f"{path}.step", text(value), detail))
     return errors
+
+
+_MAX_INT64 = 2**63 - 1
+
+
+def _int64_error(path: str, value: Fraction) -> FieldError:
+    if value < 0:
+        return invalid(path, text(value), "must be greater than or equal to 0")
+    return invalid(path, text(value), f"must not be larger than {_MAX_INT64}")

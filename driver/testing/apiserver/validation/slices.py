@@ -33,7 +33,7 @@ _IMMUTABLE = (
 )
 
 
-def slice_errors(obj: JSON, current: JSON | None = None, release: str = "1.35"
+def slice_errors(obj: JSON, current: JSON | None = None, release: str = "1.37"
                  ) -> list[FieldError]:
     """Every semantic error of ResourceSlice `obj` as the `release` ("1.34") API server
     finds them; `current` is the stored one on update."""
