@@ -137,7 +137,8 @@ def test_every_registered_device_type_has_one_device_class(classes):
 
 
 def test_device_classes_select_our_devices_by_type(rendered, classes, tmp_path):
-    driver, inventory = overlay_inventory(rendered["overlays/fake"], tmp_path)
+    # fake-cpu: the fake overlay's profiles and the CPU kind's.
+    driver, inventory = overlay_inventory(rendered["overlays/fake-cpu"], tmp_path)
     fake_types = {kind.name for kind in builtin_kinds().kinds if kind.profiles}
 
     for name, device_type in class_types(classes).items():

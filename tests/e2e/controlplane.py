@@ -39,6 +39,7 @@ DRA_GATES = (
     "DRADeviceBindingConditions",
     "DRAExtendedResource",
     "ResourceHealthStatus",
+    "DRANodeAllocatableResources",
 )
 # Every served version of resource.k8s.io: v1alpha3 carries DeviceTaintRule while the
 # rule is alpha; the betas are what older clients and kubectl explain read.
