@@ -37,6 +37,7 @@ class Config:
     log_format: str = "text"
     verbosity: int = 0
     device_metadata: bool = False  # KEP-5304 files, as the Go helper's EnableDeviceMetadata
+    sysfs_cpus: bool = False  # the sysfs backend also publishes CPUs (driver.kinds.cpu)
 
     @property
     def data_dir(self) -> Path:

@@ -180,8 +180,8 @@ def test_bad_command_line_exits_2_through_the_console_entry_point(tmp_path: Path
 
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "simdra run: --device-profile='tpu': unknown device profile 'tpu' (known: gpu, "
-        "gpu-partitioned, gpu-shared, nic); or give the path of an inventory file (with a / "
+        "simdra run: --device-profile='tpu': unknown device profile 'tpu' (known: cpu, "
+        "gpu, gpu-partitioned, gpu-shared, nic); or give the path of an inventory file (with a / "
         "or a .yaml, .yml or .json suffix)"]
 
 

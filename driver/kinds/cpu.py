@@ -40,11 +40,12 @@ CPU_NODE_ALLOCATABLE: JSON = {
 }
 
 
-def cpu_device(driver_name: str, node_name: str, numa_node: int, cpus: int,
+def cpu_device(driver_name: str, node_name: str, numa_node: int | None, cpus: int,
                cpu_list: str | None = None) -> Device:
     """The device of NUMA node `numa_node` holding `cpus` CPUs (`cpu_list` in the
-    kernel's list form, when known)."""
-    name = f"cpu-{numa_node}"
+    kernel's list form, when known). None: a node without NUMA, whose one device is
+    `cpu-0` with no NUMA node attribute."""
+    name = f"cpu-{numa_node or 0}"
     attributes: JSON = {
         "type": {"string": "cpu"},
         "uuid": {"string": stable_uuid(driver_name, node_name, name)},
