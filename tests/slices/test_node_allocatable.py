@@ -11,6 +11,7 @@ import pytest
 from driver.devices.model import Device, Pool
 from driver.slices.desired import SliceLayout, desired_pool, layout_for_release
 from driver.slices.release_fields import mapping_1_36
+from driver.testing.apiserver.validation.node_allocatable import node_allocatable_errors
 from simdra import validate_device
 
 PATH = "spec.devices[0]"
@@ -111,3 +112,29 @@ def test_older_servers_get_no_mappings_at_all(release: str) -> None:
 def test_each_layout_names_the_field_of_its_release() -> None:
     assert SliceLayout.SEPARATE_1_36.node_allocatable_field == "nodeAllocatableResourceMappings"
     assert SliceLayout.WITH_DEVICES.node_allocatable_field is None
+
+
+_ALL_CASES = [
+    {"cpu": {"mapping": {"capacityKey": "cpus", "capacityMultiplier": "1"}}},
+    {"nvidia.com/gpu": {"mapping": {"deviceMultiplier": "1"}}},
+    {"cpu": {}},
+    {"cpu": {"mapping": {"capacityKey": "cores", "capacityMultiplier": "1"}}},
+    {"cpu": {"mapping": {"capacityKey": "", "capacityMultiplier": "1"}}},
+    {"cpu": {"mapping": {"capacityKey": "cpus"}}},
+    {"cpu": {"mapping": {"capacityMultiplier": "1"}}},
+    {"cpu": {"mapping": {"capacityKey": "cpus", "capacityMultiplier": "-2"}}},
+    {"cpu": {"mapping": {}}},
+    {"cpu": {"mapping": {"capacityKey": "cpus", "capacityMultiplier": "1",
+                         "deviceMultiplier": "1"}}},
+    {"memory": {"overhead": {}}},
+    {"memory": {"overhead": {"perPod": "-1Gi", "perContainer": "-1"}}},
+]
+
+
+@pytest.mark.parametrize("resources", _ALL_CASES)
+def test_the_client_and_the_stand_in_judge_mappings_alike(resources: Any) -> None:
+    """The stand-in's own rule book (written apart) names the same fields and reasons."""
+    device = _device(resources)
+    ours = sorted((e.field, e.reason) for e in validate_device(device, PATH))
+    theirs = sorted((e.field, e.reason) for e in node_allocatable_errors(device, PATH))
+    assert ours == theirs

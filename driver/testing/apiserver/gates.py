@@ -12,7 +12,8 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-# Gates the stand-in models, all on by default as in Kubernetes 1.36.
+# Gates the stand-in models, on by default as in Kubernetes 1.36, and the alpha ones the
+# e2e's servers turn on (tests/e2e/controlplane.py DRA_GATES), whose verdicts it matches.
 DEFAULT_GATES: dict[str, bool] = {
     "DRAConsumableCapacity": True,
     "DRADeviceTaints": True,
@@ -20,6 +21,7 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRADeviceBindingConditions": True,
     "DRAResourceClaimDeviceStatus": True,
     "DRAAdminAccess": True,
+    "DRANodeAllocatableResources": True,  # alpha (off) in a real 1.36 and 1.37
 }
 
 _DEVICE_FIELDS = {
@@ -27,6 +29,7 @@ _DEVICE_FIELDS = {
     "DRADeviceTaints": ("taints",),
     "DRAPartitionableDevices": ("consumesCounters", "nodeName", "nodeSelector", "allNodes"),
     "DRADeviceBindingConditions": ("bindsToNode", "bindingConditions", "bindingFailureConditions"),
+    "DRANodeAllocatableResources": ("nodeAllocatableResources", "nodeAllocatableResourceMappings"),
 }
 _SLICE_SPEC_FIELDS = {
     "DRAPartitionableDevices": ("sharedCounters", "perDeviceNodeSelection"),

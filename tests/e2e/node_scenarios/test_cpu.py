@@ -20,6 +20,7 @@ import pytest
 from driver.core.quantity import parse_quantity
 
 from ..realnode import (
+    JSON,
     NAMESPACE,
     Kube,
     PluginDeployment,
@@ -71,15 +72,33 @@ def _scheduler_message(kube: Kube, pod: str) -> str:
                     if c["type"] == "PodScheduled")
 
 
+def _is_1_36(kube: Kube) -> bool:
+    return kube.cp.version().lstrip("v").startswith("1.36.")
+
+
 def test_node_published_cpu_devices_map_onto_node_cpu(kube: Kube, cpus: None) -> None:
     """The API server kept the mapping (the gate is on): each CPU device says its `cpus`
-    count against the node resource `cpu`, one for one."""
+    count against the node resource `cpu`, one for one, in the field of the server's
+    release (1.36 named it nodeAllocatableResourceMappings)."""
     devices = [d for s in node_slices(kube.cp, kube.node.name)
                for d in s["spec"].get("devices") or [] if d["name"].startswith("cpu-")]
     assert sorted(d["name"] for d in devices) == ["cpu-0", "cpu-1"]
     for device in devices:
-        assert device["nodeAllocatableResources"] == {
-            "cpu": {"mapping": {"capacityKey": "cpus", "capacityMultiplier": "1"}}}, device
+        if _is_1_36(kube):
+            assert device["nodeAllocatableResourceMappings"] == {
+                "cpu": {"capacityKey": "cpus", "allocationMultiplier": "1"}}, device
+        else:
+            assert device["nodeAllocatableResources"] == {
+                "cpu": {"mapping": {"capacityKey": "cpus", "capacityMultiplier": "1"}}}, device
+
+
+def _mapped(status: list[JSON] | None) -> dict[str, str]:
+    """Resource -> amount the scheduler recorded for the pod's claim (1.37's `mapping`
+    list, 1.36's `resources` map)."""
+    [entry] = status or [{}]
+    if "mapping" in entry:
+        return {m["name"]: m["quantity"] for m in entry["mapping"]}
+    return dict(entry.get("resources") or {})
 
 
 def test_node_claim_beyond_allocatable_cpu_stays_pending(kube: Kube, cpus: None) -> None:
@@ -117,7 +136,7 @@ def test_node_claimed_cpus_count_against_allocatable(kube: Kube, cpus: None) -> 
     raw = json.loads(kube.cp.kubectl("get", "pod", "-n", NAMESPACE, "one-cpu",
                                      "-o", "json").stdout)
     mapped = raw["status"].get("nodeAllocatableResourceClaimStatuses")
-    assert mapped and mapped[0]["mapping"] == [{"name": "cpu", "quantity": "1"}], mapped
+    assert _mapped(mapped) == {"cpu": "1"}, mapped
 
     kube.create_pod("plain-cpu", [container("app", limits={"cpu": f"{free - 500}m"})])
     kube.wait_unschedulable("plain-cpu")
