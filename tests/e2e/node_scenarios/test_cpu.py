@@ -20,6 +20,7 @@ import pytest
 from driver.core.quantity import parse_quantity
 
 from ..realnode import (
+    DRIVER,
     JSON,
     NAMESPACE,
     Kube,
@@ -27,7 +28,6 @@ from ..realnode import (
     allocated,
     container,
     exact_request,
-    node_slices,
     require_feature,
     unit_env,
 )
@@ -80,8 +80,12 @@ def test_node_published_cpu_devices_map_onto_node_cpu(kube: Kube, cpus: None) ->
     """The API server kept the mapping (the gate is on): each CPU device says its `cpus`
     count against the node resource `cpu`, one for one, in the field of the server's
     release (1.36 named it nodeAllocatableResourceMappings)."""
-    devices = [d for s in node_slices(kube.cp, kube.node.name)
-               for d in s["spec"].get("devices") or [] if d["name"].startswith("cpu-")]
+    # As the server stores them (kubectl): the Python client's models drop 1.36's field.
+    listed = json.loads(kube.cp.kubectl(
+        "get", "resourceslices", "-o", "json",
+        f"--field-selector=spec.nodeName={kube.node.name}").stdout)["items"]
+    devices = [d for s in listed for d in s["spec"].get("devices") or []
+               if s["spec"]["driver"] == DRIVER and d["name"].startswith("cpu-")]
     assert sorted(d["name"] for d in devices) == ["cpu-0", "cpu-1"]
     for device in devices:
         if _is_1_36(kube):
