@@ -38,6 +38,7 @@ class Config:
     verbosity: int = 0
     device_metadata: bool = False  # KEP-5304 files, as the Go helper's EnableDeviceMetadata
     list_attributes: bool = False  # publish list attributes (DRAListTypeAttributes) as lists
+    sysfs_cpus: bool = False  # the sysfs backend also publishes CPUs (driver.kinds.cpu)
 
     @property
     def data_dir(self) -> Path:

@@ -180,7 +180,7 @@ def test_bad_command_line_exits_2_through_the_console_entry_point(tmp_path: Path
 
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "simdra run: --device-profile='tpu': unknown device profile 'tpu' (known: gpu, "
+        "simdra run: --device-profile='tpu': unknown device profile 'tpu' (known: cpu, gpu, "
         "gpu-fractional, gpu-partitioned, gpu-shared, nic, nic-multi-numa); or give the path "
         "of an inventory file (with a / or a .yaml, .yml or .json suffix)"]
 

@@ -52,6 +52,9 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
     ("--sysfs-deny", "SYSFS_DENY", "",
      "sysfs backend: comma list of pci:<address>, vendor:<id>, iface:<name> never to "
      "publish (wins over --sysfs-allow)"),
+    ("--sysfs-cpus", "SYSFS_CPUS", "false",
+     "sysfs backend: also publish the node's CPUs, one device per NUMA node whose claimed "
+     "CPUs count against the node's allocatable cpu (gate DRANodeAllocatableResources)"),
     ("--pod-uid", "POD_UID", None, "pod UID; when set, socket names allow rolling updates"),
     ("--healthcheck-port", "HEALTHCHECK_PORT", "-1", "gRPC health port (-1: off)"),
     ("--metrics-port", "METRICS_PORT", "-1", "Prometheus metrics port (-1: off)"),
@@ -115,6 +118,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         proc_root=Path(args.proc_root) if args.proc_root else None,
         sysfs_allow=_selectors(args.sysfs_allow, "--sysfs-allow"),
         sysfs_deny=_selectors(args.sysfs_deny, "--sysfs-deny"),
+        sysfs_cpus=boolean(args.sysfs_cpus, "--sysfs-cpus"),
         num_devices=integer(args.num_devices, "--num-devices", 0, 100_000),
         pod_uid=args.pod_uid or None,
         healthcheck_port=integer(args.healthcheck_port, "--healthcheck-port", -1, 65535),

@@ -51,6 +51,7 @@ class BackendContext:
     sysfs_allow: tuple[str, ...] = ()  # --sysfs-allow selectors, e.g. "pci:0000:3b:00.0"
     sysfs_deny: tuple[str, ...] = ()  # --sysfs-deny selectors
     kinds: KindSet = field(default_factory=builtin_kinds)  # simdra's and --kind's
+    sysfs_cpus: bool = False  # --sysfs-cpus
 
     @classmethod
     def from_config(cls, config: Config, kinds: KindSet) -> BackendContext:
@@ -59,7 +60,7 @@ class BackendContext:
                    device_profile=config.device_profile, num_devices=config.num_devices,
                    sysfs_root=Path(config.sysfs_root), dev_root=Path(config.dev_root),
                    proc_root=config.proc_root, sysfs_allow=config.sysfs_allow,
-                   sysfs_deny=config.sysfs_deny, kinds=kinds)
+                   sysfs_deny=config.sysfs_deny, kinds=kinds, sysfs_cpus=config.sysfs_cpus)
 
 
 class DeviceBackend(Protocol):

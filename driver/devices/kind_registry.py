@@ -24,6 +24,7 @@ BUILTIN_KINDS = (
     "driver.kinds.gpu:GpuKind",
     "driver.kinds.nic:NicKind",
     "driver.kinds.fpga:FpgaKind",
+    "driver.kinds.cpu:CpuKind",
 )
 
 # Keys the plugin sets itself for every device (driver.claims.env); an attribute mapped

@@ -4,6 +4,8 @@ Rules (api-facts 4.2, 4.6):
 - at most 128 devices per slice, 64 when any device of the slice uses taints,
   consumesCounters or list-typed attributes (the 1.36 "advanced features" limit; 1.35
   only counts taints and consumesCounters, so the stricter rule is valid everywhere);
+- node-allocatable mappings go under the field the server's release knows, in its
+  shape, or are left out before 1.36 (`SliceLayout`, `release_fields`);
 - where counter sets go depends on the server's release (`SliceLayout`): 1.35+ forbid
   them next to devices, so they get slices of their own (at most 8 sets each), first so
   that adding devices never moves them; 1.34 requires each set in the slice of the
@@ -29,15 +31,27 @@ from driver.core.validation import (
     uses_advanced_features,
 )
 from driver.devices.model import Inventory, Pool
+from driver.slices import release_fields
 
 JSON = dict[str, Any]
 
 
 class SliceLayout(enum.Enum):
-    """Where a pool's shared counter sets are published."""
+    """How a pool is published for the server's release: where its shared counter sets
+    go, and the field its devices' node-allocatable mappings go under
+    (`release_fields`)."""
 
-    SEPARATE = "separate"  # 1.35+: in slices of their own
+    SEPARATE = "separate"  # 1.37+: counter sets in slices of their own
+    SEPARATE_1_36 = "separate-1.36"  # 1.36: the same; mappings as 1.36 named them
+    SEPARATE_1_35 = "separate-1.35"  # 1.35: the same; no node-allocatable mappings
     WITH_DEVICES = "with-devices"  # 1.34: in the slice of the devices that consume them
+
+    @property
+    def node_allocatable_field(self) -> str | None:
+        """The Device field of node-allocatable mappings in this release, if any."""
+        if self is SliceLayout.SEPARATE:
+            return release_fields.CURRENT
+        return release_fields.MAPPINGS_1_36 if self is SliceLayout.SEPARATE_1_36 else None
 
 
 _RELEASE = re.compile(r"^v?(\d+)\.(\d+)")
@@ -47,9 +61,10 @@ def layout_for_release(git_version: str) -> SliceLayout:
     """The layout the API server of this release (its /version `gitVersion`) accepts.
     Anything else (unparseable, an unstamped "v0.0.0" build) gets the current layout."""
     match = _RELEASE.match(git_version.strip())
-    if match and int(match[1]) == 1 and int(match[2]) < 35:
-        return SliceLayout.WITH_DEVICES
-    return SliceLayout.SEPARATE
+    if not match or int(match[1]) != 1 or int(match[2]) > 36:
+        return SliceLayout.SEPARATE
+    return {36: SliceLayout.SEPARATE_1_36, 35: SliceLayout.SEPARATE_1_35}.get(
+        int(match[2]), SliceLayout.WITH_DEVICES)
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,9 @@ def chunk_devices(devices: tuple[Mapping[str, Any], ...]) -> list[tuple[Mapping[
 
 def desired_pool(pool: Pool, layout: SliceLayout = SliceLayout.SEPARATE) -> DesiredPool:
     """The slices for one inventory pool, counter sets placed as `layout` says."""
-    device_specs = tuple(device.spec for device in pool.devices)
+    field = layout.node_allocatable_field
+    device_specs = tuple(release_fields.device_for_release(device.spec, field)
+                         for device in pool.devices)
     counters = tuple(pool.shared_counters)
     slices: list[DesiredSlice] = []
     if layout is SliceLayout.WITH_DEVICES and counters:

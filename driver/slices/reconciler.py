@@ -248,8 +248,8 @@ class Reconciler:
 
 
 def _placement(layout: SliceLayout) -> str:
-    return ("in slices of their own" if layout is SliceLayout.SEPARATE
-            else "with the devices that consume them")
+    return ("with the devices that consume them" if layout is SliceLayout.WITH_DEVICES
+            else "in slices of their own")
 
 
 def _log_plan(plan: PoolPlan) -> None:

@@ -147,7 +147,8 @@ def test_every_registered_device_type_has_one_device_class(classes):
 
 
 def test_device_classes_select_our_devices_by_type(rendered, classes, tmp_path):
-    driver, inventory = overlay_inventory(rendered["overlays/fake"], tmp_path)
+    # fake-cpu: the fake overlay's profiles and the CPU kind's.
+    driver, inventory = overlay_inventory(rendered["overlays/fake-cpu"], tmp_path)
     fake_types = {kind.name for kind in builtin_kinds().kinds if kind.profiles}
 
     for name, device_type in class_types(classes).items():
@@ -179,8 +180,10 @@ def test_nic_template_asks_for_1g_of_bandwidth(rendered):
 
 def test_all_examples_fit_together_on_the_fake_inventory_overlay(rendered, classes, tmp_path):
     driver, inventory = overlay_inventory(rendered["overlays/fake-inventory"], tmp_path)
-    allocations = allocate_all(example_claims(rendered["examples"]),
-                               published_slices(driver, inventory), classes)
+    # CPU devices are fake-cpu's alone (test_examples_prepare runs cpu-numa.yaml there).
+    claims = [c for c in example_claims(rendered["examples"])
+              if "cpu.dra.example.com" not in str(c["spec"]["devices"]["requests"])]
+    allocations = allocate_all(claims, published_slices(driver, inventory), classes)
     device = {name: [inventory.device(r["pool"], r["device"]) for r in results(a)]
               for name, a in allocations.items()}
 

@@ -126,6 +126,14 @@ class SysfsTree:
         (net / "route").write_text("".join(f"{row}\n" for row in ipv4))
         (net / "ipv6_route").write_text("".join(f"{row}\n" for row in ipv6))
 
+    def cpus(self, online: str, nodes: dict[int, str]) -> None:
+        """CPU lists as the kernel writes them: `online` (e.g. "0-7") and each NUMA
+        node's `cpulist` (node number -> list)."""
+        for path, text in [("cpu/online", online),
+                           *((f"node/node{n}/cpulist", cpus) for n, cpus in nodes.items())]:
+            (self.sys / "devices/system" / path).parent.mkdir(parents=True, exist_ok=True)
+            _write(self.sys / "devices/system" / path, text)
+
     def nvidia_control_nodes(self, *names: str) -> None:
         """Device nodes such as `nvidiactl` under the fake /dev."""
         for name in names:

@@ -43,6 +43,7 @@ DRA_GATES = (
     "GenericWorkload",
     "DRAListTypeAttributes",
     "DRAFractionalCapacityRange",
+    "DRANodeAllocatableResources",
 )
 # Gates set only where the gate that needs them is known too: GenericWorkload (the
 # Workload/PodGroup API, alpha in 1.35) is on for DRAWorkloadResourceClaims (1.36+), not

@@ -32,6 +32,7 @@ import pytest
 from driver.testing.apiserver import APIServer
 from tests.testing.apiserver_corpus import (
     CORPUS,
+    MODELLED_RELEASE,
     PATHS,
     Verdict,
     body_of,
@@ -74,7 +75,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def stand_in() -> Iterator[Server]:
-    with APIServer() as server:
+    with APIServer(kubernetes_version=MODELLED_RELEASE) as server:
         yield Server(server.url)
 
 

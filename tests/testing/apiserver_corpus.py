@@ -352,8 +352,8 @@ def _cases() -> list[Case]:
             "asks; a real server answers 400 (Strict) or drops them with a warning",
         ),
     ]
-    return (slices + _list_attribute_cases() + _fractional_cases() + _class_cases()
-            + _claim_cases() + _template_cases())
+    return (slices + _list_attribute_cases() + _fractional_cases() + _node_allocatable_cases()
+            + _class_cases() + _claim_cases() + _template_cases())
 
 
 def _listed(**attributes: JSON) -> JSON:
@@ -409,6 +409,47 @@ def _fractional_cases() -> list[Case]:
             {"default": "1", "validValues": ["1", "1000m"]}, value="2")),
         Case("slice: negative min with a step", lambda: _gpu_share(
             {"default": "0", "validRange": {"min": "-1", "step": "1"}}, value="4")),
+    ]
+
+
+def _cpus(resources: JSON) -> JSON:
+    """A slice of one shared CPU device whose `cpus` have these node-allocatable mappings."""
+    return _slice(devices=[_device(
+        name="cpu-0", allowMultipleAllocations=True,
+        capacity={"cpus": {"value": "32"}}, nodeAllocatableResources=resources)])
+
+
+_NODE_FEATURES = (
+    "kube-apiserver's NodeDeclaredFeatures admission forbids (403) a valid slice with "
+    "nodeAllocatableResources unless its node exists and declares the feature "
+    "DRANodeAllocatableResources (the recording cluster has no node); the stand-in has "
+    "no node features and admits it")
+
+
+def _node_allocatable_cases() -> list[Case]:
+    """KEP-5517 (DRANodeAllocatableResources, on in the e2e's servers): 1.37's shape."""
+    mapped = {"capacityKey": "cpus", "capacityMultiplier": "1"}
+    return [
+        Case("slice: cpus mapped to node cpu", lambda: _cpus({"cpu": {"mapping": mapped}}),
+             stand_in=Verdict(201), why=_NODE_FEATURES),
+        Case("slice: node allocatable overhead only",
+             lambda: _cpus({"memory": {"overhead": {"perPod": "1Gi", "perContainer": "0"}}}),
+             stand_in=Verdict(201), why=_NODE_FEATURES),
+        Case("slice: node allocatable extended resource",
+             lambda: _cpus({"example.com/cores": {"mapping": mapped}})),
+        Case("slice: node allocatable neither mapping nor overhead", lambda: _cpus({"cpu": {}})),
+        Case("slice: node allocatable key not a capacity",
+             lambda: _cpus({"cpu": {"mapping": {"capacityKey": "cores",
+                                                "capacityMultiplier": "1"}}})),
+        Case("slice: node allocatable key without multiplier",
+             lambda: _cpus({"cpu": {"mapping": {"capacityKey": "cpus"}}})),
+        Case("slice: node allocatable capacity and device counts",
+             lambda: _cpus({"cpu": {"mapping": {**mapped, "deviceMultiplier": "1"}}})),
+        Case("slice: node allocatable empty mapping", lambda: _cpus({"cpu": {"mapping": {}}})),
+        Case("slice: node allocatable zero multiplier",
+             lambda: _cpus({"cpu": {"mapping": {"deviceMultiplier": "0"}}})),
+        Case("slice: node allocatable negative overhead",
+             lambda: _cpus({"memory": {"overhead": {"perPod": "-1Gi"}}})),
     ]
 
 

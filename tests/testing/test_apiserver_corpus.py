@@ -14,6 +14,7 @@ import pytest
 from driver.testing.apiserver import APIServer
 from tests.testing.apiserver_corpus import (
     CORPUS,
+    MODELLED_RELEASE,
     PATHS,
     Verdict,
     body_of,
@@ -29,7 +30,7 @@ Call = Callable[[str, str, Any], tuple[int, dict[str, Any]]]
 @pytest.fixture(scope="module")
 def call() -> Iterator[Call]:
     """Plain HTTP to one stand-in for the whole corpus (every case has its own name)."""
-    with APIServer() as server:
+    with APIServer(kubernetes_version=MODELLED_RELEASE) as server:
 
         def request(method: str, path: str, body: Any) -> tuple[int, dict[str, Any]]:
             conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)

@@ -126,6 +126,21 @@ def test_disabled_gates_drop_fields_silently(make_slice, make_device):
     assert device.attributes["model"].string == "sim-a100"
 
 
+@pytest.mark.parametrize("gate", [True, False])
+def test_node_allocatable_mappings_are_kept_only_with_their_gate(gate, make_slice, make_device):
+    """As a 1.37 server: kept where DRANodeAllocatableResources is on, else dropped."""
+    device = make_device("cpu-0", allowMultipleAllocations=True,
+                         capacity={"cpus": {"value": "8"}})
+    device["nodeAllocatableResources"] = {
+        "cpu": {"mapping": {"capacityKey": "cpus", "capacityMultiplier": "1"}}}
+    with APIServer(kubernetes_version="1.37",
+                   feature_gates={"DRANodeAllocatableResources": gate}) as server:
+        stored = server.rest_client().request("POST", "/apis/resource.k8s.io/v1/resourceslices",
+                                              body=make_slice(devices=[device]))
+    kept = stored["spec"]["devices"][0].get("nodeAllocatableResources")
+    assert kept == (device["nodeAllocatableResources"] if gate else None)
+
+
 def test_enabled_gates_keep_fields(resource_api, make_slice, make_device):
     stored = resource_api.create_resource_slice(make_slice(devices=[_shared_device(make_device)]))
     device = stored.spec.devices[0]

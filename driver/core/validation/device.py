@@ -1,5 +1,6 @@
 """Validation of one `spec.devices[]` entry (pure): its name, sizes, attributes, capacity,
-taints, counter consumption, node selection and binding conditions."""
+taints, counter consumption, node selection, binding conditions and node-allocatable
+resource mappings."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from driver.core.validation.errors import FieldError, invalid
 from driver.core.validation.inputs import as_map, is_map
 from driver.core.validation.limits import MAX_ATTRIBUTE_VALUES, MAX_ATTRIBUTES_AND_CAPACITIES
 from driver.core.validation.names import dns_label_errors, qualified_name_errors
+from driver.core.validation.node_allocatable import node_allocatable_errors
 from driver.core.validation.node_selection import device_node_selection_errors
 from driver.core.validation.taints import taints_errors
 
@@ -44,6 +46,7 @@ def validate_device(
     errors += consumption_errors(device.get("consumesCounters"), f"{path}.consumesCounters")
     errors += device_node_selection_errors(device, per_device_node_selection, path)
     errors += binding_condition_errors(device, path)
+    errors += node_allocatable_errors(device, path)
     return errors
 
 

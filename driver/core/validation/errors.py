@@ -68,6 +68,11 @@ def too_long(path: str, limit: int) -> FieldError:
     return FieldError(path, f"Too long: may not be more than {limit} bytes", "FieldValueTooLong")
 
 
+def not_found(path: str, value: Any) -> FieldError:
+    """A `Not found` error: `value` names something that does not exist."""
+    return FieldError(path, f"Not found: {_show(value)}", "FieldValueNotFound")
+
+
 def forbidden(path: str, detail: str) -> FieldError:
     """A `Forbidden` error."""
     return FieldError(path, f"Forbidden: {detail}", "FieldValueForbidden")

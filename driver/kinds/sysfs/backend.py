@@ -6,6 +6,7 @@ import logging
 from collections.abc import Hashable
 from pathlib import Path
 
+from driver.kinds.sysfs.cpus import cpu_devices
 from driver.kinds.sysfs.draft import DeviceDraft
 from driver.kinds.sysfs.gpus import gpu_drafts, present_control_nodes
 from driver.kinds.sysfs.nics import NicFallback, nic_draft, read_nics
@@ -28,6 +29,7 @@ from simdra.sysfs import (
     list_pci_functions,
     listing_stamp,
     parse_selectors,
+    read_text,
     unique_names,
 )
 
@@ -48,14 +50,16 @@ class SysfsBackend:
     default BMC displays and the uplink NICs). NVIDIA GPUs get NVML facts when `nvml`
     (default: pynvml) is available.
     psutil fills interface facts that sysfs leaves unknown, but only for the real `/sys`.
+    With `cpus` it also publishes the node's CPUs, one device per NUMA node
+    (`driver.kinds.sysfs.cpus`), which count against the node's allocatable CPU.
     """
 
-    kinds = ("gpu", "nic")  # the registered kinds of the devices it publishes
+    kinds = ("gpu", "nic", "cpu")  # the registered kinds of the devices it publishes
 
     def __init__(self, sysfs_root: Path = REAL_SYSFS, dev_root: Path = Path("/dev"), *,
                  node_name: str, driver_name: str, include_virtual_nics: bool = False,
                  nvml: NvmlSource | None = None, proc_root: Path | None = None,
-                 rules: Rules = NO_RULES) -> None:
+                 rules: Rules = NO_RULES, cpus: bool = False) -> None:
         self.sysfs_root = Path(sysfs_root)
         self.dev_root = Path(dev_root)
         # No routes are read for a fake tree unless asked: the host's would not fit it.
@@ -65,6 +69,7 @@ class SysfsBackend:
         self.node_name = node_name
         self.driver_name = driver_name
         self.include_virtual_nics = include_virtual_nics
+        self.cpus = cpus
         self._nvml = nvml if nvml is not None else PynvmlSource()
         self._reported: tuple[object, ...] | None = None  # what the last log line said
 
@@ -74,7 +79,8 @@ class SysfsBackend:
         rules = Rules(allow=parse_selectors(",".join(context.sysfs_allow)),
                       deny=parse_selectors(",".join(context.sysfs_deny)))
         return cls(context.sysfs_root, context.dev_root, node_name=context.node_name,
-                   driver_name=context.driver_name, proc_root=context.proc_root, rules=rules)
+                   driver_name=context.driver_name, proc_root=context.proc_root, rules=rules,
+                   cpus=context.sysfs_cpus)
 
     def change_stamp(self) -> Hashable:
         """What changes when a device comes or goes: the PCI functions and the driver
@@ -84,7 +90,7 @@ class SysfsBackend:
         pci_dir = self.sysfs_root / "bus" / "pci" / "devices"
         functions = listing_stamp(pci_dir)
         return (functions, link_targets_stamp(pci_dir, functions, "driver"),
-                listing_stamp(self.sysfs_root / "class" / "net"),
+                listing_stamp(self.sysfs_root / "class" / "net"), self._cpu_stamp(),
                 listing_stamp(self.dev_root), listing_stamp(self.dev_root / "dri"),
                 _sorted_items(self._default_routes()))
 
@@ -98,9 +104,15 @@ class SysfsBackend:
                                                control_nodes)
         drafts += [nic_draft(facts) for facts in chosen.nics]
         devices = name_devices(drafts)
+        if self.cpus:
+            devices += tuple(cpu_devices(self.sysfs_root, self.driver_name, self.node_name))
         log.debug("sysfs scan of %s found %d devices for pool %s", self.sysfs_root,
                   len(devices), self.node_name)
         return Inventory(pools=(Pool(name=self.node_name, devices=devices),))
+
+    def _cpu_stamp(self) -> object:
+        """CPUs coming online or going offline (hotplug) change what is published."""
+        return read_text(self.sysfs_root / "devices/system/cpu/online") if self.cpus else None
 
     def _choose(self) -> Selection:
         """The devices the rules let through; logs what they leave out when that changes."""

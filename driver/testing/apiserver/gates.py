@@ -12,9 +12,10 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-# Gates the stand-in models, all on as the e2e's 1.37 control plane runs them (alpha ones
-# turned on). DRAFractionalCapacityRange (beta, on in 1.37) is modelled in validation only:
-# the stand-in always takes the milli path that it opens.
+# Gates the stand-in models: on by default as in Kubernetes 1.37, and the alpha ones the
+# e2e's servers turn on (tests/e2e/controlplane.py DRA_GATES), whose verdicts it matches.
+# DRAFractionalCapacityRange (beta, on in 1.37) is modelled in validation only: the
+# stand-in always takes the milli path that it opens.
 DEFAULT_GATES: dict[str, bool] = {
     "DRAConsumableCapacity": True,
     "DRADeviceTaints": True,
@@ -24,6 +25,7 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRAAdminAccess": True,
     "DRAListTypeAttributes": True,
     "DRAFractionalCapacityRange": True,
+    "DRANodeAllocatableResources": True,  # alpha (off) in a real 1.36 and 1.37
 }
 # DRAListTypeAttributes: the list members of a DeviceAttribute. Off, the server drops them,
 # and an attribute left without a value then fails validation (the slice is refused).
@@ -34,6 +36,7 @@ _DEVICE_FIELDS = {
     "DRADeviceTaints": ("taints",),
     "DRAPartitionableDevices": ("consumesCounters", "nodeName", "nodeSelector", "allNodes"),
     "DRADeviceBindingConditions": ("bindsToNode", "bindingConditions", "bindingFailureConditions"),
+    "DRANodeAllocatableResources": ("nodeAllocatableResources", "nodeAllocatableResourceMappings"),
 }
 _SLICE_SPEC_FIELDS = {
     "DRAPartitionableDevices": ("sharedCounters", "perDeviceNodeSelection"),

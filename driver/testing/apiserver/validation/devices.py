@@ -3,7 +3,8 @@
 A device is a DNS-label name and maps and lists whose sizes come from `sizes`: attributes
 (exactly one value each), capacities (with a request policy only when shared), taints,
 counter consumption, its own node selection under `perDeviceNodeSelection`, and binding
-conditions. Map keys are checked on the map's path, values at `map[key]`.
+conditions, and node-allocatable mappings (1.37). Map keys are checked on the map's path,
+values at `map[key]`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from driver.testing.apiserver.validation.field import (
     required,
     too_long,
 )
+from driver.testing.apiserver.validation.node_allocatable import node_allocatable_errors
 from driver.testing.apiserver.validation.nodes import device_nodes_errors
 from driver.testing.apiserver.validation.request_policy import capacity_errors
 from driver.testing.apiserver.validation.sizes import (
@@ -73,7 +75,8 @@ def device_errors(
         lambda entry: str(entry.get("counterSet", "")) if isinstance(entry, dict) else "",
     )
     errors += device_nodes_errors(device, per_device_nodes, path)
-    return errors + binding_errors(device, path)
+    errors += binding_errors(device, path)
+    return errors + node_allocatable_errors(device, path)
 
 
 def _size_errors(device: dict[str, Any], path: str) -> list[FieldError]:
