@@ -12,7 +12,8 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-# Gates the stand-in models, all on by default as in Kubernetes 1.36.
+# Gates the stand-in models, on or off by default as in Kubernetes 1.37: the betas on,
+# the 1.37 alphas off.
 DEFAULT_GATES: dict[str, bool] = {
     "DRAConsumableCapacity": True,
     "DRADeviceTaints": True,
@@ -20,6 +21,18 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRADeviceBindingConditions": True,
     "DRAResourceClaimDeviceStatus": True,
     "DRAAdminAccess": True,
+    "DRAOptionalNodeOperations": False,
+    "DRADeviceCompatibilityGroups": False,
+    "DRAPartitionableDevicesType": False,
+}
+# The minor release that introduced a gate (the older ones are in every release modelled).
+_SINCE = {gate: 37 for gate in ("DRAOptionalNodeOperations", "DRADeviceCompatibilityGroups",
+                                "DRAPartitionableDevicesType")}
+# The 1.37 alphas above, on: what the e2e's real servers run with (tests/e2e/controlplane.py).
+ALPHA_GATES_1_37 = {
+    "DRAOptionalNodeOperations": True,
+    "DRADeviceCompatibilityGroups": True,
+    "DRAPartitionableDevicesType": True,
 }
 
 _DEVICE_FIELDS = {
@@ -30,7 +43,16 @@ _DEVICE_FIELDS = {
 }
 _SLICE_SPEC_FIELDS = {
     "DRAPartitionableDevices": ("sharedCounters", "perDeviceNodeSelection"),
+    "DRAOptionalNodeOperations": ("skipNodeOperations",),
+    "DRAPartitionableDevicesType": ("partitionTypeAttribute",),
 }
+_GROUPS = "DRADeviceCompatibilityGroups"  # consumesCounters[].compatibilityGroups
+
+
+def _consumptions(device: Mapping[str, Any]) -> Iterator[JSON]:
+    for entry in device.get("consumesCounters") or ():
+        if isinstance(entry, dict):
+            yield entry
 
 
 def _devices(obj: Mapping[str, Any]) -> Iterator[JSON]:
@@ -51,6 +73,8 @@ def _slice_uses(obj: Mapping[str, Any], gate: str) -> bool:
             for c in (device.get("capacity") or {}).values()
         ):
             return True
+        if gate == _GROUPS and any(e.get("compatibilityGroups") for e in _consumptions(device)):
+            return True
     return False
 
 
@@ -65,6 +89,9 @@ def _drop_slice_fields(obj: JSON, gate: str) -> None:
             for entry in (device.get("capacity") or {}).values():
                 if isinstance(entry, dict):
                     entry.pop("requestPolicy", None)
+        if gate == _GROUPS:
+            for consumption in _consumptions(device):
+                consumption.pop("compatibilityGroups", None)
 
 
 def _claim_results(obj: Mapping[str, Any]) -> list[JSON]:
@@ -99,6 +126,8 @@ def _claim_uses(obj: Mapping[str, Any], gate: str) -> bool:
         return any("adminAccess" in r for r in _claim_requests(obj)) or any(
             "adminAccess" in r for r in _claim_results(obj)
         )
+    if gate == "DRAOptionalNodeOperations":
+        return any(r.get("skipNodeOperations") for r in _claim_results(obj))
     return False
 
 
@@ -116,6 +145,9 @@ def _drop_claim_fields(obj: JSON, gate: str) -> None:
     elif gate == "DRAAdminAccess":
         for entry in [*_claim_requests(obj), *_claim_results(obj)]:
             entry.pop("adminAccess", None)
+    elif gate == "DRAOptionalNodeOperations":
+        for result in _claim_results(obj):
+            result.pop("skipNodeOperations", None)
 
 
 _RULES: dict[str, tuple[Callable[[Mapping[str, Any], str], bool], Callable[[JSON, str], None]]] = {
@@ -125,11 +157,15 @@ _RULES: dict[str, tuple[Callable[[Mapping[str, Any], str], bool], Callable[[JSON
 
 
 def drop_disabled_fields(
-    resource: str, new: JSON, old: Mapping[str, Any] | None, gates: Mapping[str, bool]
+    resource: str, new: JSON, old: Mapping[str, Any] | None, gates: Mapping[str, bool],
+    release: str = "1.37",
 ) -> JSON:
-    """`new` without the fields of disabled gates that `old` does not already use."""
+    """`new` without the fields of disabled gates that `old` does not already use. A
+    release older than a gate does not know its fields at all: the schema refuses them."""
     rules = _RULES.get(resource)
-    disabled = [g for g, on in gates.items() if not on]
+    minor = int(release.lstrip("v").split(".")[1])
+    disabled = [g for g, on in gates.items()
+                if not on and _SINCE.get(g, 0) <= minor]
     if rules is None or not disabled:
         return new
     uses, drop = rules

@@ -29,7 +29,7 @@ from driver.testing.apiserver.validation.field import (
     type_invalid,
 )
 
-DEFAULT_VERSION = "1.35"
+DEFAULT_VERSION = "1.37"
 
 # check(value, path, errors): append every violation of `value` (found at `path`).
 Check = Callable[[Any, str, list[FieldError]], None]

@@ -179,7 +179,7 @@ class APIServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        kubernetes_version: str = "1.35",
+        kubernetes_version: str = "1.37",
         feature_gates: Mapping[str, bool] | None = None,
         history_limit: int = 100_000,
         bookmark_interval: float = 60.0,
