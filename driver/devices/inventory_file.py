@@ -6,6 +6,8 @@ Format::
       - name: <pool name>          # "{node}" is replaced by the node name
         sharedCounters: [...]      # optional, v1 CounterSet list
         devices: [...]             # each exactly a resource.k8s.io/v1 spec.devices[] entry
+        skipNodeOperations: ["*"]  # optional: the devices need no node-side work
+        partitionTypeAttribute: <domain/name>  # optional: the partitions' type attribute
 
 What a user writes is what gets published, so the file is validated with the same rules
 the API server applies; an invalid file fails at start with the device and the rule.
@@ -20,7 +22,13 @@ from typing import Any
 
 import yaml
 
-from driver.core.validation import pool_name_errors, validate_device
+from driver.core.validation import (
+    invalid,
+    pool_name_errors,
+    qualified_name_errors,
+    validate_device,
+)
+from driver.core.validation.slice_options import skip_node_operations_errors
 from driver.devices.model import Device, Inventory, Pool
 
 
@@ -61,7 +69,7 @@ def _parse_pool(entry: Any, path: str, problems: list[str], node_name: str) -> P
         return Pool(name=f"<invalid {path}>", devices=())
     entry = {**entry, "name": entry["name"].replace("{node}", node_name)}
     problems += [f"{path}: {err}" for err in pool_name_errors(entry["name"], f"{path}.name")]
-    unknown = sorted(set(entry) - {"name", "devices", "sharedCounters"})
+    unknown = sorted(set(entry) - {"name", "devices", "sharedCounters", *_OPTIONS})
     if unknown:
         problems.append(f"{path} ({entry['name']}): unknown keys {unknown}")
     devices = entry.get("devices") or []
@@ -80,8 +88,33 @@ def _parse_pool(entry: Any, path: str, problems: list[str], node_name: str) -> P
         if device.get("name") in seen:
             problems.append(f"{where}: {label}: duplicate device name in pool {entry['name']!r}")
         seen.add(str(device.get("name")))
+    skip, partition_type = _pool_options(entry, path, problems)
     return Pool(
         name=entry["name"],
-        devices=tuple(Device(spec=d) for d in devices if isinstance(d, dict)),
+        devices=tuple(Device(spec=d, skip_node_operations=skip)
+                      for d in devices if isinstance(d, dict)),
         shared_counters=tuple(counters),
+        partition_type_attribute=partition_type,
     )
+
+
+# Pool keys that become ResourceSlice spec fields of the pool's slices (Kubernetes 1.37).
+_OPTIONS = ("skipNodeOperations", "partitionTypeAttribute")
+
+
+def _pool_options(entry: dict[str, Any], path: str,
+                  problems: list[str]) -> tuple[tuple[str, ...], str | None]:
+    """The pool's `skipNodeOperations` (for each of its devices) and
+    `partitionTypeAttribute`, checked as the API server checks the slice fields."""
+    skip = entry.get("skipNodeOperations")
+    errors = skip_node_operations_errors(skip, f"{path}.skipNodeOperations")
+    partition_type = entry.get("partitionTypeAttribute")
+    if partition_type is not None:
+        where = f"{path}.partitionTypeAttribute"
+        errors += qualified_name_errors(partition_type, where)
+        if "/" not in str(partition_type):
+            errors.append(invalid(where, partition_type, "must be <domain>/<name>"))
+    problems += [f"{path} ({entry['name']}): {err}" for err in errors]
+    if errors:
+        return (), None
+    return tuple(skip or ()), partition_type
