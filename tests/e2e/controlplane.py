@@ -39,6 +39,12 @@ DRA_GATES = (
     "DRADeviceBindingConditions",
     "DRAExtendedResource",
     "ResourceHealthStatus",
+    # 1.37 alphas: optional node operations (needs NodeDeclaredFeatures, GA and locked on
+    # in 1.37), compatibility groups, partition types (needs DRAResourcePoolStatus).
+    "DRAOptionalNodeOperations",
+    "DRADeviceCompatibilityGroups",
+    "DRAResourcePoolStatus",
+    "DRAPartitionableDevicesType",
 )
 # Every served version of resource.k8s.io: v1alpha3 carries DeviceTaintRule while the
 # rule is alpha; the betas are what older clients and kubectl explain read.
