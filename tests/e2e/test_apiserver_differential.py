@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from driver.testing.apiserver import APIServer
+from driver.testing.apiserver.gates import ALPHA_GATES_1_37
 from tests.testing.apiserver_corpus import (
     CORPUS,
     PATHS,
@@ -74,7 +75,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def stand_in() -> Iterator[Server]:
-    with APIServer() as server:
+    with APIServer(feature_gates=ALPHA_GATES_1_37) as server:  # as the e2e's servers
         yield Server(server.url)
 
 

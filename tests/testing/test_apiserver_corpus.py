@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from driver.testing.apiserver import APIServer
+from driver.testing.apiserver.gates import ALPHA_GATES_1_37
 from tests.testing.apiserver_corpus import (
     CORPUS,
     PATHS,
@@ -29,7 +30,7 @@ Call = Callable[[str, str, Any], tuple[int, dict[str, Any]]]
 @pytest.fixture(scope="module")
 def call() -> Iterator[Call]:
     """Plain HTTP to one stand-in for the whole corpus (every case has its own name)."""
-    with APIServer() as server:
+    with APIServer(feature_gates=ALPHA_GATES_1_37) as server:
 
         def request(method: str, path: str, body: Any) -> tuple[int, dict[str, Any]]:
             conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
