@@ -83,7 +83,7 @@ def test_the_demo_shows_a_kind_of_ones_own(crypto):
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--profile", "gpu,tpu"], "simdra demo: --profile='gpu,tpu': unknown device profile "
-     "'tpu' (known: gpu, gpu-partitioned, gpu-shared, nic)"),
+     "'tpu' (known: gpu, gpu-partitioned, gpu-shared, license, nic)"),
     (["--profile", "crypto"], "simdra demo: --profile='crypto': unknown device profile "
      "'crypto'"),
     (["--profile", "gpu,gpu-shared"], "simdra demo: --profile='gpu,gpu-shared': device "
