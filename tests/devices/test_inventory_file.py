@@ -128,3 +128,12 @@ def test_bad_pool_options_are_refused_naming_the_pool(
         load_inventory_file(path)
 
     assert "pools[0] (p)" in str(err.value) and expected in str(err.value)
+
+
+def test_a_partition_type_in_the_drivers_domain_follows_the_driver_name(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"pools": [
+        {"name": "p", "partitionTypeAttribute": "{driver}/profile", "devices": [NIC]}]})
+
+    [pool] = load_inventory_file(path, "node-1", "gpu.example.com").pools
+
+    assert pool.partition_type_attribute == "gpu.example.com/profile"
