@@ -181,8 +181,8 @@ def test_bad_command_line_exits_2_through_the_console_entry_point(tmp_path: Path
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "simdra run: --device-profile='tpu': unknown device profile 'tpu' (known: cpu, gpu, "
-        "gpu-fractional, gpu-partitioned, gpu-shared, nic, nic-multi-numa); or give the path "
-        "of an inventory file (with a / or a .yaml, .yml or .json suffix)"]
+        "gpu-fractional, gpu-partitioned, gpu-shared, license, nic, nic-multi-numa); or give "
+        "the path of an inventory file (with a / or a .yaml, .yml or .json suffix)"]
 
 
 # `simdra demo` where the harness is not installed (the plugin image): the import system

@@ -60,6 +60,17 @@ def device_counters(inventory: Inventory, pool_name: str, device_name: str) -> d
         return {}
 
 
+def counter_groups(device: Device) -> dict[str, tuple[str, ...]]:
+    """Counter set -> the compatibility groups the device declares for its consumption of
+    it (KEP-5963; only sets with groups are listed)."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for entry in device.spec.get("consumesCounters") or []:
+        named = entry.get("compatibilityGroups") if isinstance(entry, dict) else None
+        if named:
+            groups[str(entry.get("counterSet"))] = tuple(str(g) for g in named)
+    return groups
+
+
 def counter_amounts(counters: Any) -> dict[str, Fraction]:
     """A counters map of the API (`{name: {value: quantity}}`) as exact amounts."""
     return {str(name): parse_quantity(c["value"]) for name, c in counters.items()}

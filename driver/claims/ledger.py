@@ -10,7 +10,10 @@ before it prepares. Three rules:
 * per counter, the counters consumed by the devices in use stay within the pool's
   counter set (api-facts 4.4: a device consumes its counters once while it is allocated at
   all, however many shares it has, as the scheduler counts them). This is what keeps a
-  whole partitionable GPU from being prepared while one of its partitions is.
+  whole partitionable GPU from being prepared while one of its partitions is;
+* per counter set, the devices in use on it share a compatibility group, or none of them
+  declares one (KEP-5963, Kubernetes 1.37: the scheduler's rule, so that e.g. one GPU's
+  whole-memory partitions and its time-sliced shares are never prepared side by side).
 
 Admin access results are monitoring access (api-facts 5.2): they consume nothing and block
 nobody. The ledger holds no state of its own that the checkpoint lacks; after a restart
@@ -29,6 +32,7 @@ from fractions import Fraction
 
 from driver.claims.ledger_problems import (
     capacity_problems,
+    compatibility_problems,
     counter_problems,
     exclusivity_problems,
 )
@@ -150,6 +154,7 @@ class CapacityLedger:
         for pool in dict.fromkeys(pool for pool, _ in by_device):
             in_use = self._pools.get(pool, PoolTotals())
             problems.extend(counter_problems(pool, by_device, in_use))
+            problems.extend(compatibility_problems(pool, by_device, in_use))
         return problems
 
     def add(self, claim: PreparedClaim) -> None:
@@ -164,6 +169,7 @@ class CapacityLedger:
                 admin_access=unit.admin_access,
                 consumed=dict(unit.consumed_capacity),
                 counters={n: dict(a) for n, a in unit.consumes_counters.items()},
+                groups=dict(unit.counter_groups),
             )
             entries.append(((unit.pool, unit.device), entry))
             for name, total in unit.counter_totals.items():
@@ -224,7 +230,8 @@ class CapacityLedger:
             became_used = use.insert(entry)
             keys.add(key)
             if became_used:
-                self._pools.setdefault(key[0], PoolTotals()).start(key[1], entry.counters)
+                self._pools.setdefault(key[0], PoolTotals()).start(key[1], entry.counters,
+                                                                   entry.groups)
 
     def _take(self, claim_uid: str) -> list[tuple[DeviceKey, LedgerEntry]]:
         taken: list[tuple[DeviceKey, LedgerEntry]] = []

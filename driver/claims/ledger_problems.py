@@ -109,3 +109,36 @@ def counter_problems(
             )
     return problems
 
+
+
+def compatibility_problems(
+    pool: str, by_device: Mapping[DeviceKey, list[PreparedUnit]], in_use: PoolTotals
+) -> list[str]:
+    """Per counter set of `pool`, why the devices a claim would bring into use cannot be
+    co-allocated with those in use (KEP-5963): all the devices on one set must share a
+    compatibility group, unless none of them declares any. A device without groups next
+    to one with groups is refused, as the scheduler refuses it."""
+    asked: dict[str, dict[str, tuple[str, ...]]] = {}  # set -> new device -> groups
+    for (unit_pool, device), units in by_device.items():
+        if unit_pool != pool or device in in_use.devices:
+            continue
+        for name in units[0].consumes_counters:
+            asked.setdefault(name, {})[device] = tuple(units[0].counter_groups.get(name, ()))
+    problems = []
+    for name, new in sorted(asked.items()):
+        held = {d: tuple(in_use.groups.get(d, {}).get(name, ())) for d in in_use.consumers(name)}
+        together = {**held, **new}
+        if len(together) < 2 or not any(together.values()):
+            continue
+        common = set.intersection(*(set(g) for g in together.values()))
+        if common:
+            continue
+        problems.append(
+            f"pool {pool} counter set {name}: device(s) {_with_groups(new)} cannot be "
+            f"used next to device(s) {_with_groups(held) or 'none'} in use: no compatibility "
+            "group in common")
+    return problems
+
+
+def _with_groups(devices: Mapping[str, tuple[str, ...]]) -> str:
+    return ", ".join(f"{d} (groups {', '.join(g) or 'none'})" for d, g in devices.items())

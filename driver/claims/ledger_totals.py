@@ -23,6 +23,7 @@ class LedgerEntry:
     consumed: Mapping[str, Fraction]
     counters: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # set -> c
     unreadable: bool = False  # held for a checkpoint record that could not be read
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # set -> groups
 
     @property
     def counts(self) -> bool:
@@ -84,16 +85,22 @@ class PoolTotals:
     devices: dict[str, Mapping[str, Mapping[str, Fraction]]] = field(default_factory=dict)
     amounts: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     users: dict[str, int] = field(default_factory=dict)  # counter set -> devices using it
+    # device -> counter set -> its compatibility groups there (devices with groups only)
+    groups: dict[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
-    def start(self, device: str, counters: Mapping[str, Mapping[str, Fraction]]) -> None:
-        """`device` came into use, consuming `counters`."""
+    def start(self, device: str, counters: Mapping[str, Mapping[str, Fraction]],
+              groups: Mapping[str, tuple[str, ...]] | None = None) -> None:
+        """`device` came into use, consuming `counters` (in `groups`, per counter set)."""
         self.devices[device] = counters
+        if groups:
+            self.groups[device] = groups
         for name, amounts in counters.items():
             add_amounts(self.amounts.setdefault(name, {}), amounts)
             self.users[name] = self.users.get(name, 0) + 1
 
     def stop(self, device: str) -> None:
         """`device` is no longer in use."""
+        self.groups.pop(device, None)
         for name, amounts in self.devices.pop(device, {}).items():
             self.users[name] -= 1
             if self.users[name] == 0:

@@ -23,7 +23,7 @@ from driver.claims.cdi import (
     spec_file_name,
 )
 from driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, resolve_all
-from driver.claims.counters import pool_counters
+from driver.claims.counters import counter_groups, pool_counters
 from driver.claims.device_metadata import (
     RequestMetadata,
     group_by_request,
@@ -73,6 +73,8 @@ class PreparedUnit:
     consumes_counters: Mapping[str, Amounts] = field(default_factory=dict)  # set -> counter
     counter_totals: Mapping[str, Amounts] = field(default_factory=dict)  # of those sets
     config: Mapping[str, Any] = field(default_factory=dict)  # effective opaque config
+    # Counter set -> the compatibility groups of the device's consumption of it (1.37).
+    counter_groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def key(self) -> UnitKey:
@@ -267,6 +269,7 @@ def _draft(
         attributes=copy_json(dict(device.spec.get("attributes") or {})),
         consumes_counters=consumes,
         counter_totals=totals,
+        counter_groups=counter_groups(device),
     )
     return unit, device
 

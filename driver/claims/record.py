@@ -85,6 +85,10 @@ def _unit_to_json(unit: PreparedUnit) -> dict[str, Any]:
         "consumesCounters": _sets_to_json(unit.consumes_counters),
         "counterTotals": _sets_to_json(unit.counter_totals),
         "config": dict(unit.config),
+        # Only where a device declares groups, so that other records stay as format 3
+        # wrote them; a reader that does not know the key ignores it.
+        **({"counterGroups": {n: list(g) for n, g in unit.counter_groups.items()}}
+           if unit.counter_groups else {}),
     }
 
 
@@ -106,6 +110,8 @@ def _unit_from_json(raw: dict[str, Any]) -> PreparedUnit:
         consumes_counters=_sets_from_json(raw["consumesCounters"]),
         counter_totals=_sets_from_json(raw["counterTotals"]),
         config=_dict(raw["config"]),
+        counter_groups={_str(n): tuple(_str(g) for g in groups)
+                        for n, groups in _dict(raw.get("counterGroups") or {}).items()},
     )
 
 

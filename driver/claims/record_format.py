@@ -23,6 +23,9 @@ Reading (`decode_record`), by the record's format:
   reads it. It goes when the claim is unprepared.
 * 2 (simdra before device metadata): read as format 3 without it; format 3 only
   added `deviceMetadata`, so it keeps compatVersion 2 and format 2 readers read it.
+  A unit's `counterGroups` (compatibility groups, Kubernetes 1.37) is optional within
+  format 3: written only for devices that declare groups, absent means none, and a
+  reader that does not know it ignores it.
 * FORMAT_VERSION, or a later one whose `compatVersion` is at most FORMAT_VERSION:
   read; fields this driver does not know are ignored.
 * a later one that needs a newer reader: IncompatibleRecord, naming the versions. The

@@ -123,6 +123,6 @@ class FakeBackend:
             # only, and `simdra run` checks its flags (importing this) before it serves.
             from driver.devices.inventory_file import load_inventory_file
 
-            return load_inventory_file(path, self._node_name)
+            return load_inventory_file(path, self._node_name, self._driver_name)
         return profile_inventory(self._profile, self._driver_name, self._node_name,
                                  self._num_devices, self._kinds)

@@ -50,6 +50,9 @@ class ProfileDevices:
 
     devices: tuple[Device, ...]
     shared_counters: tuple[JSON, ...] = ()
+    # The pool's partition type attribute (`Pool.partition_type_attribute`), fully
+    # qualified, when these devices are partitions labelled by one.
+    partition_type_attribute: str | None = None
 
 
 ProfileBuild = Callable[[ProfileContext, int], "Device | ProfileDevices"]
@@ -106,6 +109,13 @@ class DeviceKind:
     # An extra CEL condition for its DeviceClass ("DRIVER" stands for the driver name),
     # e.g. '!device.attributes["DRIVER"].state.endsWith("error")'.
     device_class_condition: ClassVar[str | None] = None
+    # The node operations its devices need none of (ResourceSlice `skipNodeOperations`:
+    # ("*",) or ("NodePrepareResources", "NodeUnprepareResources")), for a kind with
+    # nothing to set up on the node: with Kubernetes 1.37's DRAOptionalNodeOperations the
+    # kubelet then never calls the plugin for claims of these devices alone. Fake
+    # profiles give it to the devices they build; a backend sets
+    # `Device.skip_node_operations` itself.
+    skip_node_operations: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def description(cls) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
+from driver.core.validation.slice_options import skip_node_operations_errors
 from driver.devices.config_handler import ConfigHandler
 from driver.devices.kind import DeviceKind, FakeProfile
 from driver.devices.loader import BackendSpecError, load_class
@@ -25,6 +26,7 @@ BUILTIN_KINDS = (
     "driver.kinds.nic:NicKind",
     "driver.kinds.fpga:FpgaKind",
     "driver.kinds.cpu:CpuKind",
+    "driver.kinds.license:LicenseKind",
 )
 
 # Keys the plugin sets itself for every device (driver.claims.env); an attribute mapped
@@ -150,6 +152,11 @@ def _declaration_problems(kind: type[DeviceKind]) -> list[str]:
         attributes = [a for a, k in kind.env_attributes.items() if k == key]
         problems.append(f"env_attributes {' and '.join(map(repr, attributes))} are both "
                         f"mapped to {key!r}; give each attribute its own key")
+    skip = kind.skip_node_operations
+    if skip_node_operations_errors(list(skip) if isinstance(skip, tuple) else skip, "skip"):
+        problems.append(f"skip_node_operations {skip!r} is not a tuple of ResourceSlice "
+                        f"skipNodeOperations; use ('*',) or ('NodePrepareResources', "
+                        f"'NodeUnprepareResources')")
     for handler in kind.config_handlers:
         if handler.device_type != kind.name:
             problems.append(f"config kind {handler.kind} configures devices of type "

@@ -17,6 +17,7 @@ devices are missing (an unprepare then changes the health list).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -28,7 +29,7 @@ from driver.core.health import DeviceHealth, HealthStatus
 from driver.devices.backend import DeviceBackend
 from driver.devices.faults import FaultFile, FaultState, apply_removals, health_of
 from driver.devices.file_events import FileEvents
-from driver.devices.model import Device, Inventory, Pool, compact
+from driver.devices.model import Device, Inventory, compact
 from driver.devices.stamps import FileStamp, file_stamp
 
 log = logging.getLogger(__name__)
@@ -79,10 +80,9 @@ def _tainted(inventory: Inventory, unhealthy: set[DeviceKey], taint: dict[str, s
     if not unhealthy:
         return inventory
     return Inventory(pools=tuple(
-        Pool(pool.name,
-             tuple(_taint(d, taint) if (pool.name, d.name) in unhealthy else d
-                   for d in pool.devices),
-             pool.shared_counters)
+        dataclasses.replace(pool, devices=tuple(
+            _taint(d, taint) if (pool.name, d.name) in unhealthy else d
+            for d in pool.devices))
         for pool in inventory.pools))
 
 
@@ -90,7 +90,7 @@ def _taint(device: Device, taint: dict[str, str]) -> Device:
     spec = device.to_json()
     taints = [t for t in spec.get("taints", []) if t.get("key") != taint["key"]]
     spec["taints"] = [*taints, dict(taint)]
-    return Device(spec=spec, container_edits=device.container_edits)
+    return dataclasses.replace(device, spec=spec)
 
 
 class LiveDevices:

@@ -9,6 +9,7 @@ published. What only the container runtime needs (device nodes, env) lives besid
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from collections.abc import Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,11 @@ class Device:
 
     spec: Mapping[str, Any]
     container_edits: Mapping[str, Any] = field(default_factory=dict)
+    # The node operations (kubelet gRPC calls) this device needs none of, as
+    # ResourceSlice `spec.skipNodeOperations` names them ("*", or "NodePrepareResources"
+    # with "NodeUnprepareResources"; KEP-5945, gate DRAOptionalNodeOperations, 1.37).
+    # Published on the slice, so devices that differ here never share a slice.
+    skip_node_operations: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -91,6 +97,11 @@ class Pool:
     name: str
     devices: tuple[Device, ...]
     shared_counters: tuple[Mapping[str, Any], ...] = ()
+    # The string attribute (fully qualified, e.g. "dra.example.com/profile") whose value
+    # names each partition's type: ResourceSlice `spec.partitionTypeAttribute` on the
+    # slices of devices that consume counters (gate DRAPartitionableDevicesType, 1.37).
+    # Devices sharing a value must consume the same counters (`validate_pool` checks).
+    partition_type_attribute: str | None = None
 
     @cached_property
     def _by_name(self) -> dict[str, Device]:
@@ -149,10 +160,9 @@ def compact(inventory: Inventory) -> Inventory:
     """
     memo: dict[str, Any] = {}
     return Inventory(pools=tuple(
-        Pool(pool.name,
-             tuple(Device(_compact_spec(d.spec, memo), d.container_edits)
-                   for d in pool.devices),
-             pool.shared_counters)
+        dataclasses.replace(
+            pool, devices=tuple(dataclasses.replace(d, spec=_compact_spec(d.spec, memo))
+                                for d in pool.devices))
         for pool in inventory.pools))
 
 

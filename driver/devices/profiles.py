@@ -10,6 +10,8 @@ profile per kind. A value with a `/` or a YAML/JSON suffix is an inventory file 
 
 from __future__ import annotations
 
+import dataclasses
+
 from driver.devices.kind import FakeProfile, ProfileContext
 from driver.devices.kind_registry import KindSet, builtin_kinds
 from driver.devices.model import JSON, Device, Inventory, Pool
@@ -50,13 +52,29 @@ def profile_inventory(profiles: str, driver_name: str, node_name: str, count: in
                       kinds: KindSet | None = None) -> Inventory:
     """`count` physical devices of each profile in `profiles` (e.g. "gpu",
     "gpu-shared,nic", "gpu-partitioned,nic"), in one pool named after the node."""
+    kinds = kinds or builtin_kinds()
     context = ProfileContext(driver_name=driver_name, node_name=node_name)
     devices: list[Device] = []
     counters: list[JSON] = []
+    partition_types: set[str] = set()
     for profile in parse_profiles(profiles, kinds):
+        skip = kinds.profiles()[profile.name][0].skip_node_operations
         for index in range(count):
             made = profile.devices(context, index)
-            devices.extend(made.devices)
+            devices.extend(_skipping(d, skip) for d in made.devices)
             counters.extend(made.shared_counters)
-    pool = Pool(name=node_name, devices=tuple(devices), shared_counters=tuple(counters))
+            if made.partition_type_attribute is not None:
+                partition_types.add(made.partition_type_attribute)
+    if len(partition_types) > 1:
+        raise ValueError(f"device profiles {profiles!r} label partitions by different "
+                         f"attributes ({', '.join(sorted(partition_types))}); a pool has one")
+    pool = Pool(name=node_name, devices=tuple(devices), shared_counters=tuple(counters),
+                partition_type_attribute=min(partition_types, default=None))
     return Inventory(pools=(pool,))
+
+
+def _skipping(device: Device, skip: tuple[str, ...]) -> Device:
+    """`device` skipping its kind's node operations, unless it names its own."""
+    if not skip or device.skip_node_operations:
+        return device
+    return dataclasses.replace(device, skip_node_operations=tuple(skip))

@@ -15,6 +15,8 @@ Profiles (`--device-profile`), one per inventory (all name their GPUs `gpu-<i>`)
   it; its partitions `gpu-<i>-1g-<k>` (7 x 1g.10gb), `gpu-<i>-2g-<k>` (3 x 2g.20gb) and
   `gpu-<i>-3g-<k>` (2 x 3g.40gb) consume parts, so the scheduler can hand out e.g. a 3g
   and two 2g partitions of one GPU, but never the whole GPU next to any partition of it.
+  The `profile` attribute is the pool's partition type (`partitionTypeAttribute`,
+  Kubernetes 1.37).
 
 Attributes are derived from the node and driver name, so a node keeps the same device
 identities across restarts while two nodes never share a UUID. Like every kind, this one
@@ -167,7 +169,9 @@ def partitioned_gpu(driver_name: str, node_name: str, index: int) -> ProfileDevi
             spec["attributes"]["partition"] = {"bool": True}
             spec["attributes"]["parentUUID"] = {"string": parent_uuid}
             devices.append(Device(spec=spec))
-    return ProfileDevices(tuple(devices), (gpu_counter_set(index),))
+    # Each device's `profile` names its partition type (all of one type consume alike).
+    return ProfileDevices(tuple(devices), (gpu_counter_set(index),),
+                          partition_type_attribute=f"{driver_name}/profile")
 
 
 def _partition_spec(

@@ -20,6 +20,7 @@ from typing import Any
 
 from driver.core.validation import FieldError, validate_slice
 from driver.slices.desired import DesiredPool, DesiredSlice
+from driver.slices.semantic import normalize
 
 _DEVICE_PATH = re.compile(r"^spec\.devices\[(\d+)\]")
 _DUPLICATE_DEVICE = re.compile(r"^spec\.devices\[\d+\]$")
@@ -94,6 +95,33 @@ def pool_rule_problems(desired: DesiredPool) -> list[PoolProblem]:
     for index, desired_slice in enumerate(desired.slices):
         if desired_slice.devices and desired_slice.shared_counters:
             problems += _pair_limit_problems(desired.name, index, desired_slice)
+    return problems + _partition_cost_problems(desired)
+
+
+def _partition_cost_problems(desired: DesiredPool) -> list[PoolProblem]:
+    """Devices of one partition type (the value of the slices' partitionTypeAttribute)
+    must consume the same counters, in amounts (the counter set may differ: each
+    physical device has its own), as the field's contract says: the API server does
+    not check it, so a consumer summing up partition types would be misled."""
+    first: dict[tuple[str, Any], tuple[str, Any]] = {}  # (attr, type) -> (device, cost)
+    problems = []
+    for desired_slice in desired.slices:
+        name = desired_slice.partition_type_attribute
+        if name is None:
+            continue
+        for device in desired_slice.devices:
+            if not device.get("consumesCounters"):
+                continue
+            bare = name.rpartition("/")[2]
+            attributes = device.get("attributes") or {}
+            value = (attributes.get(name) or attributes.get(bare) or {}).get("string")
+            cost = sorted(repr(normalize(c.get("counters"))) for c in device["consumesCounters"])
+            seen = first.setdefault((name, value), (str(device.get("name")), cost))
+            if seen[1] != cost:
+                problems.append(PoolProblem(
+                    desired.name, str(device.get("name")), f"attributes[{name}]",
+                    f"partition type {value!r} is also that of device {seen[0]}, which "
+                    "consumes other counters; devices of one type must consume the same"))
     return problems
 
 

@@ -11,7 +11,12 @@ Rules (api-facts 4.2, 4.6):
   that adding devices never moves them; 1.34 requires each set in the slice of the
   devices that consume it (`slices_with_counters`);
 - every pool is published with at least one (possibly empty) slice, so an empty pool
-  still tells consumers that the driver is alive.
+  still tells consumers that the driver is alive;
+- `skipNodeOperations` is a slice field: devices that skip different node operations
+  (`Device.skip_node_operations`) go to different slices, so a slice never claims a skip
+  for a device that needs its prepare; `partitionTypeAttribute` (the pool's) goes on the
+  device slices that hold counter consumers, the only ones the API lets carry it. Both
+  are 1.37 fields: the 1.34 layout carries neither.
 
 Devices keep their inventory order, which is also the allocator's preference order.
 """
@@ -73,6 +78,8 @@ class DesiredSlice:
 
     devices: tuple[Mapping[str, Any], ...] = ()
     shared_counters: tuple[Mapping[str, Any], ...] = ()
+    skip_node_operations: tuple[str, ...] = ()
+    partition_type_attribute: str | None = None
 
     def spec_content(self) -> JSON:
         """The content part of `spec` (no driver, node or pool), as v1 JSON."""
@@ -81,6 +88,10 @@ class DesiredSlice:
             content["sharedCounters"] = [dict(c) for c in self.shared_counters]
         if self.devices or not self.shared_counters:
             content["devices"] = [dict(d) for d in self.devices]
+        if self.skip_node_operations:
+            content["skipNodeOperations"] = list(self.skip_node_operations)
+        if self.partition_type_attribute is not None:
+            content["partitionTypeAttribute"] = self.partition_type_attribute
         return content
 
     def parts(self) -> tuple[DesiredSlice, ...]:
@@ -88,7 +99,8 @@ class DesiredSlice:
         sets is checked as its two halves (1.34 accepts the pair; its own limits on the
         pair are in `checks`)."""
         if self.devices and self.shared_counters:
-            return DesiredSlice(devices=self.devices), DesiredSlice(
+            return DesiredSlice(self.devices, (), self.skip_node_operations,
+                                self.partition_type_attribute), DesiredSlice(
                 shared_counters=self.shared_counters)
         return (self,)
 
@@ -123,13 +135,29 @@ def desired_pool(pool: Pool, layout: SliceLayout = SliceLayout.SEPARATE) -> Desi
     else:
         for start in range(0, len(counters), MAX_COUNTER_SETS):
             slices.append(DesiredSlice(shared_counters=counters[start : start + MAX_COUNTER_SETS]))
-        slices.extend(DesiredSlice(devices=chunk) for chunk in chunk_devices(device_specs))
+        slices.extend(_device_slices(pool))
     if not slices:
         slices.append(DesiredSlice())
     return DesiredPool(name=pool.name, slices=tuple(slices))
 
 
 Spec = Mapping[str, Any]
+
+
+def _device_slices(pool: Pool) -> list[DesiredSlice]:
+    """The device slices of the 1.35+ layout: one run of slices per distinct
+    `skip_node_operations` (in order of first appearance), each carrying it, and the
+    pool's partition type on those with counter consumers."""
+    groups: dict[tuple[str, ...], list[Spec]] = {}
+    for device in pool.devices:
+        groups.setdefault(tuple(device.skip_node_operations), []).append(device.spec)
+    slices = []
+    for skip, specs in groups.items():
+        for chunk in chunk_devices(tuple(specs)):
+            consumers = any(d.get("consumesCounters") for d in chunk)
+            partition_type = pool.partition_type_attribute if consumers else None
+            slices.append(DesiredSlice(chunk, (), skip, partition_type))
+    return slices
 
 
 def slices_with_counters(

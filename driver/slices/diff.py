@@ -33,7 +33,9 @@ from driver.slices.semantic import devices_equal, normalize, normalize_device, w
 
 JSON = dict[str, Any]
 API_VERSION = "resource.k8s.io/v1"
-_MANAGED_SPEC_KEYS = frozenset({"driver", "nodeName", "pool", "devices", "sharedCounters"})
+# The content keys besides the devices, compared as normalised JSON.
+_OPTION_KEYS = ("sharedCounters", "skipNodeOperations", "partitionTypeAttribute")
+_MANAGED_SPEC_KEYS = frozenset({"driver", "nodeName", "pool", "devices", *_OPTION_KEYS})
 
 
 @dataclass(frozen=True)
@@ -295,29 +297,32 @@ def _match(
 def content_differences(
     spec: Mapping[str, Any], desired: DesiredSlice, accepted: AcceptedForm | None = None
 ) -> list[str]:
-    """Which of `spec.devices` / `spec.sharedCounters` differ from the desired content."""
+    """Which of `spec.devices`, `spec.sharedCounters` and the slice options differ from
+    the desired content."""
     content = desired.spec_content()
     if accepted is not None and content == accepted.sent:
         norm = normalized_content(spec)
-        return [f"spec.{k}" for k in ("devices", "sharedCounters")
+        return [f"spec.{k}" for k in ("devices", *_OPTION_KEYS)
                 if norm.get(k) != accepted.stored.get(k)]
     diffs = []
     if not devices_equal(content.get("devices") or [], spec.get("devices") or []):
         diffs.append("spec.devices")
-    if normalize(content.get("sharedCounters")) != normalize(spec.get("sharedCounters")):
-        diffs.append("spec.sharedCounters")
+    diffs += [f"spec.{k}" for k in _OPTION_KEYS
+              if normalize(content.get(k)) != normalize(spec.get(k))]
     return diffs
 
 
 def normalized_content(spec: Mapping[str, Any]) -> JSON:
-    """Canonical devices and sharedCounters of a slice spec (for `AcceptedForm.stored`)."""
+    """Canonical devices, sharedCounters and options of a slice spec (for
+    `AcceptedForm.stored`)."""
     out: JSON = {}
     devices = [normalize_device(d) for d in spec.get("devices") or []]
     if devices:
         out["devices"] = devices
-    counters = normalize(spec.get("sharedCounters"))
-    if counters:
-        out["sharedCounters"] = counters
+    for key in _OPTION_KEYS:
+        value = normalize(spec.get(key))
+        if value:
+            out[key] = value
     return out
 
 

@@ -39,6 +39,8 @@ _GATES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^spec\.devices\[\*\]\.nodeAllocatable", "DRANodeAllocatableResources"),
         (r"^spec\.partitionTypeAttribute", "DRAPartitionableDevicesType"),
         (r"^spec\.skipNodeOperations", "DRAOptionalNodeOperations"),
+        (r"^spec\.devices\[\*\]\.consumesCounters\[\*\]\.compatibilityGroups",
+         "DRADeviceCompatibilityGroups"),
     )
 )
 

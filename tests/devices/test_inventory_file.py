@@ -97,3 +97,43 @@ def test_malformed_files_name_the_problem(tmp_path: Path, text: str, expected: s
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InventoryFileError, match="cannot read"):
         load_inventory_file(tmp_path / "absent.yaml")
+
+
+def test_pool_options_become_the_pools_slice_fields(tmp_path: Path) -> None:
+    seat = {"name": "seat-0", "attributes": {"type": {"string": "license"}}}
+    path = _write(tmp_path, {"pools": [
+        {"name": "seats", "skipNodeOperations": ["*"], "devices": [seat]},
+        {"name": "gpus", "partitionTypeAttribute": "dra.example.com/profile", "devices": [NIC]},
+    ]})
+
+    seats, gpus = load_inventory_file(path).pools
+
+    assert [d.skip_node_operations for d in seats.devices] == [("*",)]
+    assert seats.partition_type_attribute is None
+    assert gpus.partition_type_attribute == "dra.example.com/profile"
+    assert [d.skip_node_operations for d in gpus.devices] == [()]
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({"skipNodeOperations": ["NodePrepareResources"]},
+     "NodePrepareResources cannot be skipped unless NodeUnprepareResources is also skipped"),
+    ({"skipNodeOperations": ["Attach"]}, 'Unsupported value: "Attach"'),
+    ({"partitionTypeAttribute": "profile"}, "must be <domain>/<name>"),
+])
+def test_bad_pool_options_are_refused_naming_the_pool(
+        tmp_path: Path, options: dict[str, object], expected: str) -> None:
+    path = _write(tmp_path, {"pools": [{"name": "p", "devices": [NIC], **options}]})
+
+    with pytest.raises(InventoryFileError) as err:
+        load_inventory_file(path)
+
+    assert "pools[0] (p)" in str(err.value) and expected in str(err.value)
+
+
+def test_a_partition_type_in_the_drivers_domain_follows_the_driver_name(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"pools": [
+        {"name": "p", "partitionTypeAttribute": "{driver}/profile", "devices": [NIC]}]})
+
+    [pool] = load_inventory_file(path, "node-1", "gpu.example.com").pools
+
+    assert pool.partition_type_attribute == "gpu.example.com/profile"

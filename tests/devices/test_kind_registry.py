@@ -85,6 +85,11 @@ class NotAKind:
 class TwoLineCondition(DeviceKind):
     name = "crypto7"
     device_class_condition = 'device.attributes["DRIVER"].model in ["a",\\n  "b"]'
+
+
+class PrepareOnlySkipped(DeviceKind):
+    name = "crypto8"
+    skip_node_operations = ("NodePrepareResources",)
 '''
 
 
@@ -149,6 +154,10 @@ CASES = {
         ["{m}:TwoLineCondition"],
         ["kind {m}:TwoLineCondition", "is not one line of CEL",
          "write the condition on one line"]),
+    "a prepare skipped without its unprepare": (
+        ["{m}:PrepareOnlySkipped"],
+        ["kind {m}:PrepareOnlySkipped", "skip_node_operations ('NodePrepareResources',)",
+         "use ('*',) or ('NodePrepareResources', 'NodeUnprepareResources')"]),
     "a class the module does not have": (
         ["{m}:Missing"],
         ["kind '{m}:Missing'", "module {m} has no attribute 'Missing'",

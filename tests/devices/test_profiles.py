@@ -130,3 +130,16 @@ def test_new_profile_names_reach_the_fake_backend_as_profiles_not_paths(profile)
     backend = FakeBackend(profile, DRIVER, NODE, 1)
     assert backend.inventory_path is None
     assert backend.discover() == profile_inventory(profile, DRIVER, NODE, 1)
+
+
+def test_license_seats_skip_node_operations_and_gpus_do_not():
+    pool = _pool("gpu,license")
+    skips = {d.name: d.skip_node_operations for d in pool.devices}
+    assert {n: s for n, s in skips.items() if n.startswith("license-")} == {
+        f"license-{i}": ("*",) for i in range(2)}
+    assert not any(s for n, s in skips.items() if n.startswith("gpu-"))
+
+
+def test_partitioned_gpus_name_their_partition_type():
+    assert _pool("gpu-partitioned").partition_type_attribute == f"{DRIVER}/profile"
+    assert _pool("gpu").partition_type_attribute is None

@@ -44,6 +44,12 @@ DRA_GATES = (
     "DRAListTypeAttributes",
     "DRAFractionalCapacityRange",
     "DRANodeAllocatableResources",
+    # 1.37 alphas: optional node operations (needs NodeDeclaredFeatures, GA and locked on
+    # in 1.37), compatibility groups, partition types (needs DRAResourcePoolStatus).
+    "DRAOptionalNodeOperations",
+    "DRADeviceCompatibilityGroups",
+    "DRAResourcePoolStatus",
+    "DRAPartitionableDevicesType",
 )
 # Gates set only where the gate that needs them is known too: GenericWorkload (the
 # Workload/PodGroup API, alpha in 1.35) is on for DRAWorkloadResourceClaims (1.36+), not

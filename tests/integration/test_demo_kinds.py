@@ -83,7 +83,7 @@ def test_the_demo_shows_a_kind_of_ones_own(crypto):
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--profile", "gpu,tpu"], "simdra demo: --profile='gpu,tpu': unknown device profile "
-     "'tpu' (known: cpu, gpu, gpu-fractional, gpu-partitioned, gpu-shared, nic, "
+     "'tpu' (known: cpu, gpu, gpu-fractional, gpu-partitioned, gpu-shared, license, nic, "
      "nic-multi-numa)"),
     (["--profile", "crypto"], "simdra demo: --profile='crypto': unknown device profile "
      "'crypto'"),

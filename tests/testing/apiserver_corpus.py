@@ -775,4 +775,52 @@ def _template_cases() -> list[Case]:
     ]
 
 
-CORPUS: dict[str, Case] = {case.name: case for case in _cases()}
+def _partition(groups: Any = None, **attributes: Any) -> JSON:
+    """A partition that consumes a counter set (defined in another slice of the pool)."""
+    consumption: JSON = {"counterSet": "gpu-0-counters",
+                         "counters": {"memory": {"value": "10Gi"}}}
+    if groups is not None:
+        consumption["compatibilityGroups"] = groups
+    return _device(name="gpu-0-1g-0",
+                   attributes={"type": {"string": "gpu"}, **attributes},
+                   consumesCounters=[consumption])
+
+
+_PROFILE = {"profile": {"string": "1g.10gb"}}
+_PTYPE = "dra.example.com/profile"
+
+
+def _cases_1_37() -> list[Case]:
+    """The 1.37 alpha fields (the e2e's servers have their gates on)."""
+    return [
+        Case("slice: skipNodeOperations all", lambda: _slice(skipNodeOperations=["*"])),
+        Case("slice: skipNodeOperations prepare and unprepare", lambda: _slice(
+            skipNodeOperations=["NodePrepareResources", "NodeUnprepareResources"])),
+        Case("slice: skipNodeOperations prepare alone",
+             lambda: _slice(skipNodeOperations=["NodePrepareResources"])),
+        Case("slice: skipNodeOperations unknown operation",
+             lambda: _slice(skipNodeOperations=["NodeUnprepareResources", "Attach"])),
+        Case("slice: skipNodeOperations twice",
+             lambda: _slice(skipNodeOperations=["*", "*"])),
+        Case("slice: compatibilityGroups two",
+             lambda: _slice(devices=[_partition(["mig", "time-sliced"])])),
+        Case("slice: compatibilityGroups three",
+             lambda: _slice(devices=[_partition(["a", "b", "c"])])),
+        Case("slice: compatibilityGroups repeated",
+             lambda: _slice(devices=[_partition(["mig", "mig"])])),
+        Case("slice: compatibilityGroups not a DNS label",
+             lambda: _slice(devices=[_partition(["Time_Sliced"])])),
+        Case("slice: partitionTypeAttribute on partitions",
+             lambda: _slice(devices=[_partition(**_PROFILE)], partitionTypeAttribute=_PTYPE)),
+        Case("slice: partitionTypeAttribute without counter consumers",
+             lambda: _slice(partitionTypeAttribute=_PTYPE)),
+        Case("slice: partitionTypeAttribute without a domain",
+             lambda: _slice(devices=[_partition(**_PROFILE)], partitionTypeAttribute="profile")),
+        Case("slice: partitionTypeAttribute a partition lacks",
+             lambda: _slice(devices=[_partition()], partitionTypeAttribute=_PTYPE)),
+        Case("slice: partitionTypeAttribute not a string", lambda: _slice(
+            devices=[_partition(profile={"int": 1})], partitionTypeAttribute=_PTYPE)),
+    ]
+
+
+CORPUS: dict[str, Case] = {case.name: case for case in (*_cases(), *_cases_1_37())}

@@ -572,3 +572,14 @@ def test_input_claim_is_not_modified():
     before = copy.deepcopy(item)
     allocate(item, gpus(1), CLASSES)
     assert item == before
+
+
+def test_a_result_copies_its_slices_skip_node_operations():
+    seats = resource_slice(GPU, [gpu(0)], pool="seats")
+    seats["spec"]["skipNodeOperations"] = ["*"]
+    plain = resource_slice(GPU, [gpu(1)], pool="gpus")
+
+    allocation = allocate(claim("a", exactly("gpu", GPU, count=2)), [seats, plain], CLASSES)
+
+    skips = {r["device"]: r.get("skipNodeOperations") for r in allocation["devices"]["results"]}
+    assert skips == {"gpu-0": ["*"], "gpu-1": None}

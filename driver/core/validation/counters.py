@@ -15,6 +15,7 @@ from driver.core.validation.errors import (
 )
 from driver.core.validation.inputs import as_map, is_map, quantity_or_none
 from driver.core.validation.limits import (
+    MAX_COMPATIBILITY_GROUPS,
     MAX_CONSUMES_COUNTERS,
     MAX_COUNTER_SETS,
     MAX_COUNTERS_PER_SET,
@@ -56,8 +57,25 @@ def consumption_errors(consumption: Any, path: str) -> list[FieldError]:
         entry = as_map(entry)
         errors += dns_label_errors(entry.get("counterSet"), f"{path}[{i}].counterSet")
         errors += counters_errors(entry.get("counters"), f"{path}[{i}].counters")
+        errors += compatibility_groups_errors(entry.get("compatibilityGroups"),
+                                              f"{path}[{i}].compatibilityGroups")
     errors += duplicate_errors(consumption, lambda e: as_map(e).get("counterSet"), path)
     return errors
+
+
+def compatibility_groups_errors(groups: Any, path: str) -> list[FieldError]:
+    """Errors of a consumption's `compatibilityGroups` (KEP-5963, gate
+    DRADeviceCompatibilityGroups, 1.37): at most 2 unique DNS-label names."""
+    if groups is None:
+        return []
+    if not isinstance(groups, list):
+        return [invalid(path, type(groups).__name__, "must be a list")]
+    if len(groups) > MAX_COMPATIBILITY_GROUPS:
+        return [too_many(path, len(groups), MAX_COMPATIBILITY_GROUPS)]
+    errors: list[FieldError] = []
+    for i, group in enumerate(groups):
+        errors += dns_label_errors(group, f"{path}[{i}]")
+    return errors + duplicate_errors(groups, lambda g: g, path)
 
 
 def counters_errors(counters: Any, path: str) -> list[FieldError]:

@@ -23,6 +23,7 @@ from driver.core.validation.names import (
     pool_name_errors,
 )
 from driver.core.validation.node_selection import slice_node_selection_errors
+from driver.core.validation.slice_options import partition_type_errors, skip_node_operations_errors
 
 
 def validate_slice(slice_obj: Mapping[str, Any]) -> list[FieldError]:
@@ -67,6 +68,9 @@ def validate_slice_spec(spec: Mapping[str, Any], path: str = "spec") -> list[Fie
         errors.append(invalid(path, "", "only one of `sharedCounters` or `devices` is allowed"))
     errors += _devices_errors(spec, f"{path}.devices")
     errors += counter_sets_errors(spec.get("sharedCounters"), f"{path}.sharedCounters")
+    errors += partition_type_errors(spec, path)
+    errors += skip_node_operations_errors(spec.get("skipNodeOperations"),
+                                          f"{path}.skipNodeOperations")
     return errors
 
 

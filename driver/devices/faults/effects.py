@@ -3,9 +3,11 @@ the inventory, marked devices report UNHEALTHY to the kubelet."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from driver.core.health import DeviceHealth, HealthStatus
 from driver.devices.faults.state import FaultState
-from driver.devices.model import Inventory, Pool
+from driver.devices.model import Inventory
 
 
 def apply_removals(inventory: Inventory, state: FaultState) -> Inventory:
@@ -13,8 +15,8 @@ def apply_removals(inventory: Inventory, state: FaultState) -> Inventory:
     if not any(f.removed for f in state.entries.values()):
         return inventory
     return Inventory(pools=tuple(
-        Pool(pool.name, tuple(d for d in pool.devices if not state.is_removed(pool.name, d.name)),
-             pool.shared_counters)
+        dataclasses.replace(pool, devices=tuple(
+            d for d in pool.devices if not state.is_removed(pool.name, d.name)))
         for pool in inventory.pools
     ))
 

@@ -34,6 +34,8 @@ class Candidate:
     pool: str
     spec: Mapping[str, Any]
     node_name: str | None  # the node it is local to; None = usable from every node
+    # Its slice's spec.skipNodeOperations, which the allocation result copies (1.37).
+    skip_node_operations: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -113,7 +115,8 @@ class Pool:
             for device in spec.get("devices") or []:
                 placed, node = _placement(spec, device)
                 if placed:
-                    found.append(Candidate(self.driver, self.name, device, node))
+                    skip = tuple(spec.get("skipNodeOperations") or ())
+                    found.append(Candidate(self.driver, self.name, device, node, skip))
         return found
 
 

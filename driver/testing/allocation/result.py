@@ -54,6 +54,8 @@ def _result(pick: Pick) -> JSON:
         result["shareID"] = pick.share_id
     if pick.consumed is not None:
         result["consumedCapacity"] = _consumed_texts(pick)
+    if device.skip_node_operations:  # as the scheduler copies it from the slice
+        result["skipNodeOperations"] = list(device.skip_node_operations)
     return result
 
 

@@ -26,7 +26,13 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRAListTypeAttributes": True,
     "DRAFractionalCapacityRange": True,
     "DRANodeAllocatableResources": True,  # alpha (off) in a real 1.36 and 1.37
+    "DRAOptionalNodeOperations": True,  # the 1.37 alphas, off in a real 1.37
+    "DRADeviceCompatibilityGroups": True,
+    "DRAPartitionableDevicesType": True,
 }
+# The minor release that introduced a gate (the older ones are in every release modelled).
+_SINCE = {gate: 37 for gate in ("DRAOptionalNodeOperations", "DRADeviceCompatibilityGroups",
+                                "DRAPartitionableDevicesType")}
 # DRAListTypeAttributes: the list members of a DeviceAttribute. Off, the server drops them,
 # and an attribute left without a value then fails validation (the slice is refused).
 _LIST_MEMBERS = ("bools", "ints", "strings", "versions")
@@ -40,7 +46,16 @@ _DEVICE_FIELDS = {
 }
 _SLICE_SPEC_FIELDS = {
     "DRAPartitionableDevices": ("sharedCounters", "perDeviceNodeSelection"),
+    "DRAOptionalNodeOperations": ("skipNodeOperations",),
+    "DRAPartitionableDevicesType": ("partitionTypeAttribute",),
 }
+_GROUPS = "DRADeviceCompatibilityGroups"  # consumesCounters[].compatibilityGroups
+
+
+def _consumptions(device: Mapping[str, Any]) -> Iterator[JSON]:
+    for entry in device.get("consumesCounters") or ():
+        if isinstance(entry, dict):
+            yield entry
 
 
 def _devices(obj: Mapping[str, Any]) -> Iterator[JSON]:
@@ -66,6 +81,8 @@ def _slice_uses(obj: Mapping[str, Any], gate: str) -> bool:
             for c in (device.get("capacity") or {}).values()
         ):
             return True
+        if gate == _GROUPS and any(e.get("compatibilityGroups") for e in _consumptions(device)):
+            return True
     return False
 
 
@@ -84,6 +101,9 @@ def _drop_slice_fields(obj: JSON, gate: str) -> None:
             for entry in (device.get("capacity") or {}).values():
                 if isinstance(entry, dict):
                     entry.pop("requestPolicy", None)
+        if gate == _GROUPS:
+            for consumption in _consumptions(device):
+                consumption.pop("compatibilityGroups", None)
 
 
 def _claim_results(obj: Mapping[str, Any]) -> list[JSON]:
@@ -118,6 +138,8 @@ def _claim_uses(obj: Mapping[str, Any], gate: str) -> bool:
         return any("adminAccess" in r for r in _claim_requests(obj)) or any(
             "adminAccess" in r for r in _claim_results(obj)
         )
+    if gate == "DRAOptionalNodeOperations":
+        return any(r.get("skipNodeOperations") for r in _claim_results(obj))
     return False
 
 
@@ -135,6 +157,9 @@ def _drop_claim_fields(obj: JSON, gate: str) -> None:
     elif gate == "DRAAdminAccess":
         for entry in [*_claim_requests(obj), *_claim_results(obj)]:
             entry.pop("adminAccess", None)
+    elif gate == "DRAOptionalNodeOperations":
+        for result in _claim_results(obj):
+            result.pop("skipNodeOperations", None)
 
 
 _RULES: dict[str, tuple[Callable[[Mapping[str, Any], str], bool], Callable[[JSON, str], None]]] = {
@@ -144,11 +169,15 @@ _RULES: dict[str, tuple[Callable[[Mapping[str, Any], str], bool], Callable[[JSON
 
 
 def drop_disabled_fields(
-    resource: str, new: JSON, old: Mapping[str, Any] | None, gates: Mapping[str, bool]
+    resource: str, new: JSON, old: Mapping[str, Any] | None, gates: Mapping[str, bool],
+    release: str = "1.37",
 ) -> JSON:
-    """`new` without the fields of disabled gates that `old` does not already use."""
+    """`new` without the fields of disabled gates that `old` does not already use. A
+    release older than a gate does not know its fields at all: the schema refuses them."""
     rules = _RULES.get(resource)
-    disabled = [g for g, on in gates.items() if not on]
+    minor = int(release.lstrip("v").split(".")[1])
+    disabled = [g for g, on in gates.items()
+                if not on and _SINCE.get(g, 0) <= minor]
     if rules is None or not disabled:
         return new
     uses, drop = rules

@@ -188,7 +188,8 @@ class API:
         r = route.resource
         obj = apply_defaults(r.plural, lifecycle.normalize(r, self._body(request), route.namespace))
         generated = not obj["metadata"].get("name")
-        obj = drop_disabled_fields(r.plural, obj, None, self.config.feature_gates)
+        obj = drop_disabled_fields(r.plural, obj, None, self.config.feature_gates,
+                                   self.config.kubernetes_version)
         obj = lifecycle.prepare_create(r, obj)
         self._invalid(r, obj, None)
         for _ in range(_RETRIES):
@@ -254,7 +255,8 @@ class API:
         if name != route.name:
             raise lifecycle.name_mismatch(name, route.name or "")
         lifecycle.check_update_preconditions(r, body, current)
-        candidate = drop_disabled_fields(r.plural, body, current, self.config.feature_gates)
+        candidate = drop_disabled_fields(r.plural, body, current, self.config.feature_gates,
+                                         self.config.kubernetes_version)
         new = lifecycle.prepare_update(r, candidate, current, route.subresource)
         if lifecycle.unchanged(new, current):
             return Reply(200, current)

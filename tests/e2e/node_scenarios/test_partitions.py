@@ -6,8 +6,11 @@ container sees only the partition it got."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+
+from driver.core.quantity import parse_quantity
 
 from ..realnode import (
     Kube,
@@ -118,3 +121,53 @@ def test_node_match_attribute_across_requests(inventory: None, kube: Kube) -> No
     units = unit_env(kube.env("match-pod"))
     assert {u["REQUEST"]: u["NAME"] for u in units.values()} == results
     assert all(u["CLAIM_UID"] == claim["metadata"]["uid"] for u in units.values())
+
+
+def _consumption(kube: Kube, name: str) -> dict[str, Any]:
+    device = slice_device(kube.cp, kube.node.name, name)
+    assert device is not None, f"{name} not in the node's slices"
+    [consumption] = device["consumesCounters"]
+    return dict(consumption)
+
+
+def test_node_compatibility_groups_keep_a_gpus_modes_apart(inventory: None, kube: Kube) -> None:
+    """gpu-p0 is offered as "mig" partitions or "time-sliced" shares (compatibility
+    groups, KEP-5963). With a 4g partition in use a share stays Pending although the
+    counters have room for it (gpu-p0 is the only GPU it could come from); once the
+    partition goes the share runs, and a second share joins it (same group)."""
+    require_feature(kube.cp, "DRADeviceCompatibilityGroups")
+    part, share = _consumption(kube, "gpu-p0-4g-0"), _consumption(kube, "gpu-p0-ts-0")
+    assert part["compatibilityGroups"] == ["mig"]
+    assert share["compatibilityGroups"] == ["time-sliced"]
+    [counters] = [s["spec"]["sharedCounters"] for s in node_slices(kube.cp, kube.node.name)
+                  if any(c["name"] == COUNTERS for c in s["spec"].get("sharedCounters") or [])]
+    [total] = [c["counters"] for c in counters if c["name"] == COUNTERS]
+    for counter in ("memory", "slices"):  # the counters alone would admit both
+        used = sum(parse_quantity(d["counters"][counter]["value"]) for d in (part, share))
+        assert used <= parse_quantity(total[counter]["value"]), counter
+
+    kube.template("mode-mig", GPU, selector=profile_is("4g.40gb"))
+    kube.template("mode-ts", GPU, selector=profile_is("ts.10gb"))
+    kube.pod("mode-mig-a", "mode-mig")
+    kube.wait_running("mode-mig-a")
+    kube.pod("mode-ts-a", "mode-ts")
+    kube.wait_unschedulable("mode-ts-a")
+    assert kube.get_pod("mode-ts-a")["status"].get("phase") == "Pending"
+
+    kube.delete_pod("mode-mig-a")
+    [first] = allocated(kube.claim_of(kube.wait_running("mode-ts-a")))
+    kube.pod("mode-ts-b", "mode-ts")
+    [second] = allocated(kube.claim_of(kube.wait_running("mode-ts-b")))
+    assert {first["device"], second["device"]} == {"gpu-p0-ts-0", "gpu-p0-ts-1"}
+
+
+def test_node_partition_type_attribute_on_the_partitions_slice(inventory: None,
+                                                              kube: Kube) -> None:
+    """The pool's partition type attribute reaches the slice of gpu-p0's partitions
+    (DRAPartitionableDevicesType), and only slices with counter consumers carry it."""
+    require_feature(kube.cp, "DRAPartitionableDevicesType")
+    for s in node_slices(kube.cp, kube.node.name):
+        devices = s["spec"].get("devices") or []
+        consumers = any(d.get("consumesCounters") for d in devices)
+        expected = "dra.example.com/profile" if consumers else None
+        assert s["spec"].get("partitionTypeAttribute") == expected, s["metadata"]["name"]

@@ -32,6 +32,7 @@ from driver.testing.apiserver.validation.sizes import (
     each_item,
     each_unique_item,
 )
+from driver.testing.apiserver.validation.slice_options import compatibility_groups_errors
 
 SCALARS = ("bool", "int", "string", "version")
 LISTS = ("bools", "ints", "strings", "versions")
@@ -147,7 +148,8 @@ def _taint_errors(taint: Any, path: str) -> list[FieldError]:
 
 def _consumption_errors(entry: Any, path: str) -> list[FieldError]:
     entry = entry if isinstance(entry, dict) else {}
-    return counter_map_errors(entry, "counterSet", path)
+    return counter_map_errors(entry, "counterSet", path) + compatibility_groups_errors(
+        entry.get("compatibilityGroups"), f"{path}.compatibilityGroups")
 
 
 def counter_map_errors(owner: dict[str, Any], name_field: str, path: str) -> list[FieldError]:

@@ -21,6 +21,10 @@ from driver.testing.apiserver.validation.sizes import (
     MAX_DEVICES_WITH_ADVANCED_FEATURES,
     each_unique_item,
 )
+from driver.testing.apiserver.validation.slice_options import (
+    partition_type_errors,
+    skip_operations_errors,
+)
 
 JSON = dict[str, Any]
 _NOT_LOCAL_SET = "must reference a counterSet defined in the ResourceSlice sharedCounters"
@@ -57,7 +61,9 @@ def slice_errors(obj: JSON, current: JSON | None = None, release: str = "1.37"
         lambda counter_set, where: counter_map_errors(_map(counter_set), "name", where),
         lambda counter_set: str(_map(counter_set).get("name", "")),
     )
-    return errors
+    errors += partition_type_errors(spec)
+    return errors + skip_operations_errors(spec.get("skipNodeOperations"),
+                                           "spec.skipNodeOperations")
 
 
 def _map(value: Any) -> JSON:
