@@ -135,7 +135,7 @@ def desired_pool(pool: Pool, layout: SliceLayout = SliceLayout.SEPARATE) -> Desi
     else:
         for start in range(0, len(counters), MAX_COUNTER_SETS):
             slices.append(DesiredSlice(shared_counters=counters[start : start + MAX_COUNTER_SETS]))
-        slices.extend(_device_slices(pool))
+        slices.extend(_device_slices(pool, device_specs))
     if not slices:
         slices.append(DesiredSlice())
     return DesiredPool(name=pool.name, slices=tuple(slices))
@@ -144,13 +144,14 @@ def desired_pool(pool: Pool, layout: SliceLayout = SliceLayout.SEPARATE) -> Desi
 Spec = Mapping[str, Any]
 
 
-def _device_slices(pool: Pool) -> list[DesiredSlice]:
-    """The device slices of the 1.35+ layout: one run of slices per distinct
-    `skip_node_operations` (in order of first appearance), each carrying it, and the
-    pool's partition type on those with counter consumers."""
+def _device_slices(pool: Pool, specs: tuple[Spec, ...]) -> list[DesiredSlice]:
+    """The device slices of the 1.35+ layout, `specs` being the pool's devices as the
+    release takes them: one run of slices per distinct `skip_node_operations` (in order
+    of first appearance), each carrying it, and the pool's partition type on those with
+    counter consumers."""
     groups: dict[tuple[str, ...], list[Spec]] = {}
-    for device in pool.devices:
-        groups.setdefault(tuple(device.skip_node_operations), []).append(device.spec)
+    for device, spec in zip(pool.devices, specs, strict=True):
+        groups.setdefault(tuple(device.skip_node_operations), []).append(spec)
     slices = []
     for skip, specs in groups.items():
         for chunk in chunk_devices(tuple(specs)):

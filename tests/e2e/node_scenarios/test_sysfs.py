@@ -11,6 +11,8 @@ import uuid
 
 from kubernetes.client.rest import ApiException
 
+from driver.claims.device_metadata import cdi_device_name
+
 from ..inventories import sysfs_node
 from ..inventories.sysfs_node import NODES, SimulatedNode
 from ..realnode import (
@@ -56,7 +58,9 @@ def test_node_sysfs_overlay_publishes_the_simulated_server(
         assert printed["nodes"] == {n.path: n.stat_line() for n in NODES}
         spec = json.loads((CDI_ROOT / spec_file(claim)).read_text())
         # The GPU's CDI device; the other mounts the claim's device metadata file.
-        [device] = [d for d in spec["devices"] if "_metadata_" not in d["name"]]
+        [result] = allocated(claim)
+        metadata = cdi_device_name(claim["metadata"]["uid"], result["request"])
+        [device] = [d for d in spec["devices"] if d["name"] != metadata]
         hosts = {n["path"]: n.get("hostPath") for n in device["containerEdits"]["deviceNodes"]}
         assert hosts == {n.path: f"{hardware.base}/dev{n.path.removeprefix('/dev')}"
                          for n in NODES}
