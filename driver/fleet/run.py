@@ -45,10 +45,11 @@ class Fleet:
     def start(self) -> list[PlannedNode]:
         """Create or adopt the owned nodes and start publishing; the played nodes."""
         played = owned(self._planned(), self.config.shard)
+        ours = self._existing()
         if self.config.prune:
-            self._prune(played)
+            self._prune(ours, played)
         for node in played:
-            self.join(node.name, plan_shape=node)
+            self.join(node.name, plan_shape=node, exists=node.name in ours)
         self.metrics.nodes.set(len(played))
         return played
 
@@ -59,20 +60,27 @@ class Fleet:
             return fleet_nodes(names, cfg.mix, cfg.seed)
         return created_fleet(cfg.node_prefix, cfg.nodes, cfg.mix, cfg.seed)
 
-    def _prune(self, played: list[PlannedNode]) -> None:
-        ours = [n["metadata"]["name"]
-                for n in self.nodes.list(f"{FLEET_LABEL}={self.config.node_prefix}")]
-        for name in to_prune(ours, played, self.config.shard):
+    def _existing(self) -> set[str]:
+        """Our nodes already on the server (a restart adopts them; none when attached)."""
+        if self.config.attach_selector:
+            return set()
+        selector = f"{FLEET_LABEL}={self.config.node_prefix}"
+        return {n["metadata"]["name"] for n in self.nodes.list(selector)}
+
+    def _prune(self, ours: set[str], played: list[PlannedNode]) -> None:
+        for name in to_prune(sorted(ours), played, self.config.shard):
             self.leave(name)
             log.info("fleet: pruned node %s", name)
 
-    def join(self, name: str, plan_shape: PlannedNode | None = None) -> None:
-        """Bring `name` up (create or adopt its Node) and publish its slices; with
-        `plan_shape`, plan its inventory first (a node joining again keeps its state)."""
+    def join(self, name: str, plan_shape: PlannedNode | None = None,
+             exists: bool = False) -> None:
+        """Bring `name` up (create its Node unless it `exists`) and publish its slices;
+        with `plan_shape`, plan its inventory first (a node joining again keeps its
+        state)."""
         cfg = self.config
         if plan_shape is not None:
             self.state.add(name, plan_inventory(name, cfg.driver_name, plan_shape.shape))
-        if not cfg.attach_selector:
+        if not cfg.attach_selector and not exists:
             shape = plan_shape.shape.name if plan_shape else ""
             now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             self.nodes.ensure(node_body(name, cfg.node_prefix, shape, now))
