@@ -1,5 +1,6 @@
 """`simdra fleet`'s settings: one frozen value checked from the flags before anything
-starts (pure). A bad flag is a FlagError whose message names it."""
+starts (each shape of the mix is planned once, so a bad inventory file is a bad flag).
+A bad flag is a FlagError whose message names it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TypeVar
 
 from driver.fleet.churn import ChurnRates, parse_churn
 from driver.fleet.mix import Mix, parse_mix
+from driver.fleet.pool_plan import PlanError, plan_inventory
 from driver.fleet.shard import Shard, parse_shard
 
 # A node name prefix leaves room for `-<index>` in a DNS subdomain label.
@@ -51,9 +53,15 @@ def config_from_args(args: argparse.Namespace, driver_name: str) -> FleetConfig:
                         "'-', starting and ending with a letter or digit, at most 48")
     if args.prune and attach:
         raise FlagError("--prune: not with --attach-selector (attached nodes are not ours)")
+    mix = _parsed(parse_mix, args.mix, "--mix")
+    for shape, _percent in mix.parts:
+        try:
+            plan_inventory(f"{prefix}-check", driver_name, shape)
+        except PlanError as err:
+            raise FlagError(f"--mix={args.mix!r}: {err}") from None
     return FleetConfig(
         driver_name=driver_name,
-        mix=_parsed(parse_mix, args.mix, "--mix"),
+        mix=mix,
         nodes=nodes,
         seed=_integer(args.seed, "--seed", 0, 2**63 - 1),
         kubeconfig=args.kubeconfig or None,
