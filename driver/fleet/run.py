@@ -123,8 +123,10 @@ def run_fleet(config: FleetConfig) -> int:
     try:
         played = fleet.start()
         if fleet.publishers.wait_synced(fleet.stop_event):
-            log.info("fleet: published %d nodes, %d slices in %.1f s", len(played),
-                     fleet.publishers.slice_count(), time.monotonic() - started)
+            slices = fleet.publishers.slice_count()
+            metrics.slices.set(slices)
+            log.info("fleet: published %d nodes, %d slices in %.1f s", len(played), slices,
+                     time.monotonic() - started)
             fleet.start_background()
         fleet.stop_event.wait()
     except retry.Stopped:
