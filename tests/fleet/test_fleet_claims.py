@@ -44,8 +44,8 @@ def test_a_claim_reserved_for_a_pod_gets_its_status_and_loses_it_when_freed(
     assert all(e["conditions"][0]["type"] == "Ready" for e in entries)
     (nic,) = wait_until(lambda: _ours(server, "c2"))
     assert "shareID" in nic  # a NIC is shared: its entry names the share
-    ledger = fleet.claims.ledger(NODE)
-    assert ledger is not None and len(ledger.devices_in_use()) == 3
+    ledger = wait_until(lambda: fleet.claims.ledger(NODE))
+    wait_until(lambda: len(ledger.devices_in_use()) == 3)  # status goes first, then this
     _pod_gone(server, "c1")
     wait_until(lambda: _ours(server, "c1") == [])
     wait_until(lambda: len(ledger.devices_in_use()) == 1)
@@ -95,7 +95,7 @@ def test_a_restarted_fleet_takes_its_claims_back_without_rewriting_them(
     status_writes = server.request_log.count("patch", "resourceclaims/status")
     again = start_fleet(nodes=1, mix="gpu8-nic2:100")
     again.start_background()
-    ledger = wait_until(lambda: again.claims.ledger(NODE))  # the claim is in it again
-    assert len(ledger.devices_in_use()) == 1
+    ledger = wait_until(lambda: again.claims.ledger(NODE))
+    wait_until(lambda: len(ledger.devices_in_use()) == 1)  # the claim is in it again
     assert server.request_log.count("patch", "resourceclaims/status") == status_writes
     assert _ours(server, "c1") == before
