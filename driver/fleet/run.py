@@ -49,6 +49,8 @@ class Fleet:
         if self.config.prune:
             self._prune(ours, played)
         for node in played:
+            if self.stop_event.is_set():
+                raise retry.Stopped("start")
             self.join(node.name, plan_shape=node, exists=node.name in ours)
         self.publishers.start_feed()
         self.metrics.nodes.set(len(played))
