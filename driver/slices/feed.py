@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, cast
 
 from driver.kubeapi import RestClient
@@ -29,6 +30,7 @@ from driver.slices.workqueue import WorkQueue
 
 log = logging.getLogger("driver.slices.publisher")
 JSON = dict[str, Any]
+VERSION_MAX_AGE_S = 60.0
 
 
 class SliceFeed:
@@ -52,6 +54,8 @@ class SliceFeed:
         self._watcher = _FeedWatcher(self, self._api, self.counters, self._backoff, self._stop,
                                      watch_timeout)
         self._thread: threading.Thread | None = None
+        self._version_lock = threading.Lock()
+        self._version: tuple[float, str] | None = None  # (read at, gitVersion)
 
     def start(self) -> None:
         """List and watch from now on; returns at once."""
@@ -69,7 +73,9 @@ class SliceFeed:
             timeout -= 0.05
 
     def _register(self, api: SliceApi, cache: SliceCache, queue: WorkQueue) -> None:
-        """Feed `api.node`'s slices into `cache` and `queue` from now on."""
+        """Feed `api.node`'s slices into `cache` and `queue` from now on (and the
+        server's release, read once for all)."""
+        api.version_source = self._server_version
         with self._lock:
             self._nodes[api.node] = (cache, queue)
             late = self._has_listed
@@ -81,6 +87,15 @@ class SliceFeed:
         """Stop feeding `node`."""
         with self._lock:
             self._nodes.pop(node, None)
+
+    def _server_version(self) -> str:
+        """/version's gitVersion, read at most once a minute for every publisher (a
+        publisher re-reads it at most once a minute anyway, after invalid writes)."""
+        with self._version_lock:
+            now = time.monotonic()
+            if self._version is None or now - self._version[0] > VERSION_MAX_AGE_S:
+                self._version = (now, self._api.server_version())
+            return self._version[1]
 
     # -- the watcher's side ---------------------------------------------------------------
 
