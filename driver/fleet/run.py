@@ -21,7 +21,7 @@ from driver.fleet.plan import PlannedNode, created_fleet, fleet_nodes, owned, to
 from driver.fleet.pool_plan import plan_inventory
 from driver.fleet.publish import FleetPublishers, delete_slices
 from driver.fleet.state import FleetState
-from simdra.runtime import Backoff, RestClient
+from simdra.runtime import ApiStatusError, Backoff, RestClient
 
 log = logging.getLogger("driver.fleet")
 
@@ -124,7 +124,7 @@ def run_fleet(config: FleetConfig) -> int:
         log.info("fleet: metrics on port %d", metrics.serve(config.metrics_port))
     fleet = Fleet(config, fleet_client(config.kubeconfig, metrics), metrics)
     _on_signals(fleet.stop_event)
-    started = time.monotonic()
+    started, code = time.monotonic(), 0
     try:
         played = fleet.start()
         if fleet.publishers.wait_synced(fleet.stop_event):
@@ -136,10 +136,13 @@ def run_fleet(config: FleetConfig) -> int:
         fleet.stop_event.wait()
     except retry.Stopped:
         pass
+    except ApiStatusError as err:  # refused for good at start (403: RBAC, 422: invalid)
+        log.error("fleet: cannot start: %s", err)
+        code = 1
     finally:
         fleet.stop()
     log.info("fleet: stopped; %s", summary(metrics))
-    return 0
+    return code
 
 
 def summary(metrics: FleetMetrics) -> str:

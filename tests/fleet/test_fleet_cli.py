@@ -80,3 +80,18 @@ def test_the_fleet_publishes_says_so_serves_metrics_and_stops_on_sigterm(
 def _line(path: Path, needle: str) -> str | None:
     return next((line.strip() for line in path.read_text().splitlines() if needle in line),
                 None)
+
+
+def test_a_refused_start_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    with APIServer() as server:
+        # A create answered "exists" for a node that is not there: its GET is a 404, an
+        # answer waiting does not change (as a 403 from RBAC would be).
+        server.inject_failure("create", "nodes", 409)
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        done = subprocess.run(
+            [sys.executable, "-m", "driver", "fleet", "--kubeconfig", str(kubeconfig),
+             "--nodes", "2"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "cannot start" in errors[0] and "404" in errors[0]
+    assert "Traceback" not in done.stderr
