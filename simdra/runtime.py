@@ -10,11 +10,15 @@ The plugin as a whole::
 One part at a time::
 
     publisher = Publisher(load_api_client(None), driver_name, node_name, inventory)
+    feed = SliceFeed(client, driver_name)   # many nodes' publishers, one list + watch:
+    Publisher(client, driver_name, node, inventory, feed=feed).start(); feed.start()
     prepared = plan_prepare(allocation, inventory, driver_name, rules)  # pure
     ledger = CapacityLedger.rebuild(records); problems = ledger.check(prepared)
     Checkpoint(data_dir).save(prepared)                       # durable, fsynced
     write_atomic(path, encode_spec(render_spec(kind, devices)))  # a CDI spec
     board = HealthBoard(); board.update(device_health)         # the kubelet's health stream
+    allocation = parse_claim(claim_json, driver_name)           # our part of a claim
+    ClaimStatusWriter(client, driver_name).sync(allocation.ref, prepared)  # status.devices
 
 Their own docstrings give the arguments; `driver/` holds the rest, which is private.
 """
@@ -22,11 +26,15 @@ Their own docstrings give the arguments; `driver/` holds the rest, which is priv
 from __future__ import annotations
 
 from driver.atomicfile import remove_durable, safe_child, write_atomic
+from driver.claims.allocation import parse_claim
 from driver.claims.cdi import encode_spec, render_spec, spec_file_name
 from driver.claims.checkpoint import Checkpoint
+from driver.claims.errors import ClaimError
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import plan_prepare
 from driver.claims.preparer import Preparer
+from driver.claims.status import ClaimStatusWriter
+from driver.claims.types import ClaimRef
 from driver.config import Config
 from driver.core.health import DeviceHealth, HealthStatus
 from driver.kube import load_api_client
@@ -36,14 +44,20 @@ from driver.kubelet.health import HealthBoard
 from driver.kubelet.registration import RegistrationServicer
 from driver.observability.metrics import PluginMetrics
 from driver.plugin import Plugin, make_backend
+from driver.slices.backoff import Backoff
 from driver.slices.desired import desired_pool
+from driver.slices.feed import SliceFeed
 from driver.slices.publisher import Publisher
 from driver.startup import run_plugin
 
 __all__ = [
     "ApiStatusError",
+    "Backoff",
     "CapacityLedger",
     "Checkpoint",
+    "ClaimError",
+    "ClaimRef",
+    "ClaimStatusWriter",
     "Config",
     "DeviceHealth",
     "HealthBoard",
@@ -54,10 +68,12 @@ __all__ = [
     "Publisher",
     "RegistrationServicer",
     "RestClient",
+    "SliceFeed",
     "desired_pool",
     "encode_spec",
     "load_api_client",
     "make_backend",
+    "parse_claim",
     "plan_prepare",
     "remove_durable",
     "render_spec",
