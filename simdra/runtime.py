@@ -15,6 +15,8 @@ One part at a time::
     Checkpoint(data_dir).save(prepared)                       # durable, fsynced
     write_atomic(path, encode_spec(render_spec(kind, devices)))  # a CDI spec
     board = HealthBoard(); board.update(device_health)         # the kubelet's health stream
+    allocation = parse_claim(claim_json, driver_name)           # our part of a claim
+    ClaimStatusWriter(client, driver_name).sync(allocation.ref, prepared)  # status.devices
 
 Their own docstrings give the arguments; `driver/` holds the rest, which is private.
 """
@@ -22,11 +24,15 @@ Their own docstrings give the arguments; `driver/` holds the rest, which is priv
 from __future__ import annotations
 
 from driver.atomicfile import remove_durable, safe_child, write_atomic
+from driver.claims.allocation import parse_claim
 from driver.claims.cdi import encode_spec, render_spec, spec_file_name
 from driver.claims.checkpoint import Checkpoint
+from driver.claims.errors import ClaimError
 from driver.claims.ledger import CapacityLedger
 from driver.claims.plan import plan_prepare
 from driver.claims.preparer import Preparer
+from driver.claims.status import ClaimStatusWriter
+from driver.claims.types import ClaimRef
 from driver.config import Config
 from driver.core.health import DeviceHealth, HealthStatus
 from driver.kube import load_api_client
@@ -36,14 +42,19 @@ from driver.kubelet.health import HealthBoard
 from driver.kubelet.registration import RegistrationServicer
 from driver.observability.metrics import PluginMetrics
 from driver.plugin import Plugin, make_backend
+from driver.slices.backoff import Backoff
 from driver.slices.desired import desired_pool
 from driver.slices.publisher import Publisher
 from driver.startup import run_plugin
 
 __all__ = [
     "ApiStatusError",
+    "Backoff",
     "CapacityLedger",
     "Checkpoint",
+    "ClaimError",
+    "ClaimRef",
+    "ClaimStatusWriter",
     "Config",
     "DeviceHealth",
     "HealthBoard",
@@ -58,6 +69,7 @@ __all__ = [
     "encode_spec",
     "load_api_client",
     "make_backend",
+    "parse_claim",
     "plan_prepare",
     "remove_durable",
     "render_spec",

@@ -19,7 +19,7 @@ __all__ = ["console_main", "main"]
 
 # The sub-commands, in the order `simdra --help` lists them: each a module here with an
 # `add_parser`.
-COMMANDS = ("run", "fault", "usage", "demo", "kinds", "deviceclasses")
+COMMANDS = ("run", "fault", "usage", "demo", "kinds", "deviceclasses", "fleet")
 DESCRIPTION = ("simdra, a Kubernetes DRA kubelet plugin: simulated or sysfs devices, shared "
                "capacity, CDI specs, state that survives crashes.")
 

@@ -13,7 +13,7 @@ DEPLOY = REPO / "deploy"
 # Every overlay in the tree: adding one needs no edit here.
 OVERLAYS = tuple(sorted(f"overlays/{k.parent.name}"
                         for k in (DEPLOY / "overlays").glob("*/kustomization.yaml")))
-KUSTOMIZATIONS = ("base", *OVERLAYS, "examples")
+KUSTOMIZATIONS = ("base", *OVERLAYS, "examples", "fleet")
 # The Helm chart, and the values files that make it render what an overlay renders.
 HELM_CHART = DEPLOY / "helm" / "simdra"
 HELM_VALUES = DEPLOY / "helm" / "values"

@@ -54,3 +54,9 @@ state directory, CDI spec files and DeviceClasses are named after it. */}}
 {{- define "simdra.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag }}
 {{- end }}
+
+{{/* Labels of the fleet's objects (fleet.enabled); also its Deployment's selector. */}}
+{{- define "simdra.fleetLabels" -}}
+app.kubernetes.io/name: {{ include "simdra.name" . }}
+app.kubernetes.io/component: fleet
+{{- end }}

@@ -1,0 +1,160 @@
+"""The `simdra fleet` process: plan, create or adopt the nodes, publish their slices,
+then play the node side of claims and churn until told to stop (side effects)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from datetime import UTC, datetime
+from types import FrameType
+
+from driver.fleet import retry
+from driver.fleet.churn_loop import ChurnLoop
+from driver.fleet.claims import ClaimTracker
+from driver.fleet.client import fleet_client
+from driver.fleet.metrics import FleetMetrics
+from driver.fleet.nodes import FLEET_LABEL, NodeApi, node_body
+from driver.fleet.options import FleetConfig
+from driver.fleet.plan import PlannedNode, created_fleet, fleet_nodes, owned, to_prune
+from driver.fleet.pool_plan import plan_inventory
+from driver.fleet.publish import FleetPublishers, delete_slices
+from driver.fleet.state import FleetState
+from simdra.runtime import Backoff, RestClient
+
+log = logging.getLogger("driver.fleet")
+
+
+class Fleet:
+    """One fleet replica: `start()` brings its nodes up, `stop()` ends its threads
+    (nodes and slices stay, to be adopted by the next start)."""
+
+    def __init__(self, config: FleetConfig, client: RestClient, metrics: FleetMetrics,
+                 *, backoff: Backoff | None = None, watch_timeout: int = 300) -> None:
+        self.config, self.client, self.metrics = config, client, metrics
+        self.stop_event = threading.Event()
+        self.backoff = backoff or Backoff()
+        self.nodes = NodeApi(client, metrics, self.stop_event, self.backoff)
+        self.state = FleetState(config.driver_name)
+        self.publishers = FleetPublishers(client, config.driver_name, backoff=backoff,
+                                          watch_timeout=watch_timeout)
+        self.claims = ClaimTracker(self, config.prepare_latency)
+        self.churn: ChurnLoop | None = None
+
+    def start(self) -> list[PlannedNode]:
+        """Create or adopt the owned nodes and start publishing; the played nodes."""
+        played = owned(self._planned(), self.config.shard)
+        ours = self._existing()
+        if self.config.prune:
+            self._prune(ours, played)
+        for node in played:
+            self.join(node.name, plan_shape=node, exists=node.name in ours)
+        self.metrics.nodes.set(len(played))
+        return played
+
+    def _planned(self) -> list[PlannedNode]:
+        cfg = self.config
+        if cfg.attach_selector:
+            names = sorted(n["metadata"]["name"] for n in self.nodes.list(cfg.attach_selector))
+            return fleet_nodes(names, cfg.mix, cfg.seed)
+        return created_fleet(cfg.node_prefix, cfg.nodes, cfg.mix, cfg.seed)
+
+    def _existing(self) -> set[str]:
+        """Our nodes already on the server (a restart adopts them; none when attached)."""
+        if self.config.attach_selector:
+            return set()
+        selector = f"{FLEET_LABEL}={self.config.node_prefix}"
+        return {n["metadata"]["name"] for n in self.nodes.list(selector)}
+
+    def _prune(self, ours: set[str], played: list[PlannedNode]) -> None:
+        for name in to_prune(sorted(ours), played, self.config.shard):
+            self.leave(name)
+            log.info("fleet: pruned node %s", name)
+
+    def join(self, name: str, plan_shape: PlannedNode | None = None,
+             exists: bool = False) -> None:
+        """Bring `name` up (create its Node unless it `exists`) and publish its slices;
+        with `plan_shape`, plan its inventory first (a node joining again keeps its
+        state)."""
+        cfg = self.config
+        if plan_shape is not None:
+            self.state.add(name, plan_inventory(name, cfg.driver_name, plan_shape.shape))
+        if not cfg.attach_selector and not exists:
+            shape = plan_shape.shape.name if plan_shape else ""
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            self.nodes.ensure(node_body(name, cfg.node_prefix, shape, now))
+        inventory = self.state.inventory(name)
+        if inventory is not None:
+            self.publishers.publish(name, inventory)
+
+    def leave(self, name: str) -> None:
+        """Take `name` down: stop publishing, delete its slices and (if ours) its Node."""
+        self.publishers.remove(name)
+        delete_slices(self.client, self.config.driver_name, name, stop=self.stop_event,
+                      metrics=self.metrics, backoff=self.backoff)
+        if not self.config.attach_selector:
+            self.nodes.delete(name)
+
+    def start_background(self) -> None:
+        """The node side of claims, and churn if asked for."""
+        self.claims.start()
+        if self.config.churn.any():
+            self.churn = ChurnLoop(self)
+            self.churn.start()
+
+    def stop(self) -> None:
+        """Stop churn, claims and publishers; what is on the server stays."""
+        self.stop_event.set()
+        if self.churn is not None:
+            self.churn.stop()
+        self.claims.stop()
+        self.publishers.stop()
+
+
+def run_fleet(config: FleetConfig) -> int:
+    """Run until SIGTERM or SIGINT; the exit status."""
+    metrics = FleetMetrics()
+    if config.metrics_port >= 0:
+        log.info("fleet: metrics on port %d", metrics.serve(config.metrics_port))
+    fleet = Fleet(config, fleet_client(config.kubeconfig, metrics), metrics)
+    _on_signals(fleet.stop_event)
+    started = time.monotonic()
+    try:
+        played = fleet.start()
+        if fleet.publishers.wait_synced(fleet.stop_event):
+            slices = fleet.publishers.slice_count()
+            metrics.slices.set(slices)
+            log.info("fleet: published %d nodes, %d slices in %.1f s", len(played), slices,
+                     time.monotonic() - started)
+            fleet.start_background()
+        fleet.stop_event.wait()
+    except retry.Stopped:
+        pass
+    finally:
+        fleet.stop()
+    log.info("fleet: stopped; %s", summary(metrics))
+    return 0
+
+
+def summary(metrics: FleetMetrics) -> str:
+    """The counters in one line: `nodes=20, api_requests{verb=create}=48, ...`."""
+    parts = []
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue
+            name = sample.name.removeprefix("simdra_fleet_").removesuffix("_total")
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            parts.append(f"{name}{{{labels}}}={sample.value:g}" if labels
+                         else f"{name}={sample.value:g}")
+    return ", ".join(parts)
+
+
+def _on_signals(stop: threading.Event) -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        log.info("fleet: signal %d, stopping", signum)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handler)
