@@ -12,10 +12,11 @@ every other such device.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from driver.devices.model import JSON, Device, Inventory, Pool
+from driver.devices.model import JSON, Device, Inventory
 
 STANDARD_DOMAIN = "resource.kubernetes.io"
 NUMA_NODE = f"{STANDARD_DOMAIN}/numaNode"
@@ -98,8 +99,10 @@ def scalar_attributes(inventory: Inventory) -> Inventory:
     """
     if not any(_has_lists(d) for _, d in inventory.devices()):
         return inventory
+    # replace(), not a new Pool or Device: every other field (counters, partition type,
+    # node operations) is kept as it is.
     return Inventory(pools=tuple(
-        Pool(pool.name, tuple(_scalar_device(d) for d in pool.devices), pool.shared_counters)
+        dataclasses.replace(pool, devices=tuple(_scalar_device(d) for d in pool.devices))
         for pool in inventory.pools))
 
 
@@ -114,7 +117,7 @@ def _scalar_device(device: Device) -> Device:
     spec = dict(device.spec)
     spec["attributes"] = {name: _scalar_entry(entry)
                           for name, entry in (device.spec.get("attributes") or {}).items()}
-    return Device(spec=spec, container_edits=device.container_edits)
+    return dataclasses.replace(device, spec=spec)
 
 
 def _scalar_entry(entry: Mapping[str, Any]) -> Mapping[str, Any]:

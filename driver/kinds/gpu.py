@@ -106,22 +106,17 @@ def gpu_device(driver_name: str, node_name: str, index: int) -> Device:
 
 def shared_gpu_device(driver_name: str, node_name: str, index: int) -> Device:
     """One simulated GPU whose memory and compute many claims share."""
-    name = f"gpu-{index}"
-    spec: JSON = {
-        "name": name,
-        "allowMultipleAllocations": True,
-        "attributes": _gpu_attributes(driver_name, node_name, name, index),
-        "capacity": {
-            "memory": {"value": GPU_MEMORY, "requestPolicy": _copy(GPU_MEMORY_POLICY)},
-            "compute": {"value": GPU_COMPUTE, "requestPolicy": _copy(GPU_COMPUTE_POLICY)},
-        },
-    }
-    return Device(spec=spec)
+    return _shared_gpu(driver_name, node_name, index, GPU_COMPUTE, GPU_COMPUTE_POLICY)
 
 
 def fractional_gpu_device(driver_name: str, node_name: str, index: int) -> Device:
     """One simulated GPU shared in fractions: a share takes 100m to 1 of its `compute`
     in steps of 50m (a request of 120m consumes 150m), and memory as `gpu-shared`."""
+    return _shared_gpu(driver_name, node_name, index, GPU_FRACTION, GPU_FRACTION_POLICY)
+
+
+def _shared_gpu(driver_name: str, node_name: str, index: int, compute: str,
+                compute_policy: JSON) -> Device:
     name = f"gpu-{index}"
     spec: JSON = {
         "name": name,
@@ -129,7 +124,7 @@ def fractional_gpu_device(driver_name: str, node_name: str, index: int) -> Devic
         "attributes": _gpu_attributes(driver_name, node_name, name, index),
         "capacity": {
             "memory": {"value": GPU_MEMORY, "requestPolicy": _copy(GPU_MEMORY_POLICY)},
-            "compute": {"value": GPU_FRACTION, "requestPolicy": _copy(GPU_FRACTION_POLICY)},
+            "compute": {"value": compute, "requestPolicy": _copy(compute_policy)},
         },
     }
     return Device(spec=spec)

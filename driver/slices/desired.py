@@ -153,8 +153,8 @@ def _device_slices(pool: Pool, specs: tuple[Spec, ...]) -> list[DesiredSlice]:
     for device, spec in zip(pool.devices, specs, strict=True):
         groups.setdefault(tuple(device.skip_node_operations), []).append(spec)
     slices = []
-    for skip, specs in groups.items():
-        for chunk in chunk_devices(tuple(specs)):
+    for skip, group in groups.items():
+        for chunk in chunk_devices(tuple(group)):
             consumers = any(d.get("consumesCounters") for d in chunk)
             partition_type = pool.partition_type_attribute if consumers else None
             slices.append(DesiredSlice(chunk, (), skip, partition_type))

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from driver.devices.model import Device
+from driver.devices.model import Device, Inventory, Pool
 from driver.devices.profiles import profile_inventory
-from simdra import NUMA_NODE, PCIE_ROOT, simulated_topology, topology_attributes
+from simdra import (
+    NUMA_NODE,
+    PCIE_ROOT,
+    scalar_attributes,
+    simulated_topology,
+    topology_attributes,
+)
 
 
 def _devices(profiles: str, count: int) -> dict[str, Device]:
@@ -41,3 +47,21 @@ def test_a_device_without_numa_affinity_publishes_no_node():
 def test_the_simulated_node_count_spreads_devices_round_robin():
     assert [simulated_topology(i, numa_nodes=4)[NUMA_NODE]["int"] for i in range(6)] == [
         0, 1, 2, 3, 0, 1]
+
+
+def test_scalar_lists_keep_every_other_field_of_pools_and_devices():
+    """Without DRAListTypeAttributes a list becomes its first item, and only that: a
+    pool's partition type and counters and a device's node operations stay published."""
+    spanning = Device(spec={"name": "nic-0", "attributes": {NUMA_NODE: {"ints": [2, 3]}},
+                            "consumesCounters": [{"counterSet": "s", "counters": {}}]},
+                      container_edits={"env": ["A=1"]}, skip_node_operations=("*",))
+    pool = Pool(name="p", devices=(spanning,), shared_counters=({"name": "s"},),
+                partition_type_attribute="dra.example.com/profile")
+
+    (scalar_pool,) = scalar_attributes(Inventory(pools=(pool,))).pools
+
+    (device,) = scalar_pool.devices
+    assert device.spec["attributes"] == {NUMA_NODE: {"int": 2}}
+    assert (device.container_edits, device.skip_node_operations) == ({"env": ["A=1"]}, ("*",))
+    assert scalar_pool.partition_type_attribute == "dra.example.com/profile"
+    assert scalar_pool.shared_counters == ({"name": "s"},)
