@@ -17,8 +17,11 @@ e2e's etcd, kube-apiserver, kube-controller-manager, kube-scheduler from
 - pods with a claim from a ResourceClaimTemplate (one GPU), --pods-per-node each (5:
   5,000 pods at 1,000 nodes), created in a burst: the real scheduler's pods/s (creation
   to spec.nodeName set) next to scheduler_perf's DRA thresholds, and pod start
-  (creation to Ready, kwok playing the kubelet) p50/p90/p99 next to ClusterLoader2's DRA
-  thresholds (see THRESHOLDS); how many claims got status.devices from the fleet.
+  (creation to Ready, kwok playing the kubelet) p50/p90/p99, which in a burst is mostly
+  the wait in the scheduler's queue;
+- then --paced-per-node more (0.5) at --paced-qps (5/s, as ClusterLoader2's DRA steady
+  state creates them): pod start p50/p90/p99 next to ClusterLoader2's DRA thresholds
+  (see THRESHOLDS); how many claims got status.devices from the fleet.
 
 It ends with one table: every figure per size and its growth from the smallest size to
 the largest (per node where the figure is per node: 1.00 is flat).
@@ -131,16 +134,27 @@ def _pods(api: Api, count: int, out: Figures) -> None:
     prepare(api)
     times = run_pods(api, count, timeout=max(300.0, count / 5))
     latencies = times.start_latencies()
-    total, written = claims_with_status(api)
     out.update({"pods": count, "pods_bound": len(times.bound), "pods_ready": len(latencies),
                 "created_per_s": times.created_per_second(),
                 "scheduled_per_s": times.scheduled_per_second(),
                 "start_p50_s": percentile(latencies, 50), "start_p90_s": percentile(latencies, 90),
-                "start_p99_s": percentile(latencies, 99),
+                "start_p99_s": percentile(latencies, 99)})
+    print(f"  burst: {count} pods created at {out['created_per_s']:.0f}/s, {len(times.bound)} "
+          f"bound at {out['scheduled_per_s']:.1f}/s, {len(latencies)} Ready; start "
+          f"p50/p90/p99 {out['start_p50_s']:.2f}/{out['start_p90_s']:.2f}/"
+          f"{out['start_p99_s']:.2f} s", flush=True)
+
+
+def _paced(api: Api, count: int, qps: float, out: Figures) -> None:
+    times = run_pods(api, count, timeout=max(120.0, count / qps * 2), qps=qps, prefix="paced-")
+    latencies = times.start_latencies()
+    total, written = claims_with_status(api)
+    out.update({"paced_pods": count, "paced_ready": len(latencies),
+                "paced_p50_s": percentile(latencies, 50), "paced_p90_s": percentile(latencies, 90),
+                "paced_p99_s": percentile(latencies, 99),
                 "claims_with_status": written, "claims": total})
-    print(f"  pods: {count} created at {out['created_per_s']:.0f}/s, {len(times.bound)} bound "
-          f"at {out['scheduled_per_s']:.1f}/s, {len(latencies)} Ready; start p50/p90/p99 "
-          f"{out['start_p50_s']:.2f}/{out['start_p90_s']:.2f}/{out['start_p99_s']:.2f} s; "
+    print(f"  paced: {count} pods at {qps:g}/s, {len(latencies)} Ready; start p50/p90/p99 "
+          f"{out['paced_p50_s']:.2f}/{out['paced_p90_s']:.2f}/{out['paced_p99_s']:.2f} s; "
           f"claims with status.devices {written}/{total}", flush=True)
 
 
@@ -156,6 +170,8 @@ def measure(nodes: int, args: argparse.Namespace, workdir: Path) -> Figures:
             _idle(cluster, fleet, nodes, args.idle, out)
             _floor(cluster.admin(), nodes, out)
             _pods(cluster.admin(), nodes * args.pods_per_node, out)
+            _paced(cluster.admin(), max(1, round(nodes * args.paced_per_node)),
+                   args.paced_qps, out)
         finally:
             fleet.stop()
     return out
@@ -182,28 +198,46 @@ ROWS = (
     ("start_p50_s", "pod start p50 (creation to Ready)", "s", False),
     ("start_p90_s", "pod start p90", "s", False),
     ("start_p99_s", "pod start p99", "s", False),
-    ("claims_with_status", "claims with status.devices (of pods)", "", True),
+    ("paced_p50_s", "paced pods: start p50", "s", False),
+    ("paced_p90_s", "paced pods: start p90", "s", False),
+    ("paced_p99_s", "paced pods: start p99", "s", False),
+    ("claims_with_status", "claims with status.devices (all pods)", "", True),
 )
 
 
 def targets(f: Figures) -> list[str]:
-    """The issue's targets, scaled to this size where they are stated at 1,000 nodes."""
+    """The issue's targets (RSS and CPU are stated at 1,000 nodes: checked as they stand
+    at any size; see projection() for smaller runs)."""
     n = f["nodes"]
-    rss_cap, cpu_cap = 200 * n / 1000, 2 * n / 1000
     checks = [
         (f"start requests/node {f['start_requests_per_node']:.2f} <= floor "
          f"{f['floor_requests_per_node']:.2f} + 10/N",
          f["start_requests_per_node"] <= f["floor_requests_per_node"] + 10 / n),
         (f"idle requests/node/h {f['idle_requests_per_node_hour']:.2f} == 0",
          f["idle_requests_per_node_hour"] == 0),
-        (f"RSS {f['rss_mib']:.1f} MiB <= {rss_cap:.0f} MiB (200 MiB at 1,000 nodes)",
-         f["rss_mib"] <= rss_cap),
-        (f"idle CPU {f['idle_cpu_pct']:.3f} % <= {cpu_cap:.2f} % (2 % at 1,000 nodes)",
-         f["idle_cpu_pct"] <= cpu_cap),
+        (f"RSS {f['rss_mib']:.1f} MiB <= 200 MiB (at 1,000 nodes x 8 GPUs)",
+         f["rss_mib"] <= 200),
+        (f"idle CPU {f['idle_cpu_pct']:.3f} % <= 2 % of a core (at 1,000 nodes)",
+         f["idle_cpu_pct"] <= 2),
         (f"claims with status.devices {f['claims_with_status']:.0f} == pods Ready "
-         f"{f['pods_ready']:.0f}", f["claims_with_status"] >= f["pods_ready"] > 0),
+         f"{f['pods_ready'] + f['paced_ready']:.0f}",
+         f["claims_with_status"] >= f["pods_ready"] + f["paced_ready"] > 0),
     ]
     return [f"  {'PASS' if ok else 'MISS'}  {text}" for text, ok in checks]
+
+
+def projection(results: list[Figures]) -> str:
+    """RSS and idle CPU at 1,000 nodes, on the line through the two largest sizes."""
+    if len(results) < 2 or results[-1]["nodes"] >= 1000:
+        return ""
+    a, b = results[-2], results[-1]
+    out = []
+    for key, cap, unit in (("rss_mib", 200.0, "MiB"), ("idle_cpu_pct", 2.0, "%")):
+        slope = (b[key] - a[key]) / (b["nodes"] - a["nodes"])
+        at = b[key] + slope * (1000 - b["nodes"])
+        out.append(f"  {'PASS' if at <= cap else 'MISS'}  projected {key} at 1,000 nodes: "
+                   f"{at:.1f} {unit} (target {cap:g})")
+    return "\n".join(out)
 
 
 def table(results: list[Figures]) -> str:
@@ -228,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="100", help="fleet sizes, comma-separated")
     parser.add_argument("--idle", type=float, default=60.0, help="idle window, seconds")
-    parser.add_argument("--pods-per-node", type=int, default=5)
+    parser.add_argument("--pods-per-node", type=int, default=5, help="the burst's pods")
+    parser.add_argument("--paced-per-node", type=float, default=0.5,
+                        help="pods created after the burst at --paced-qps")
+    parser.add_argument("--paced-qps", type=float, default=5.0,
+                        help="their creation rate (ClusterLoader2's DRA steady state: 5)")
     parser.add_argument("--bin", type=Path,
                         default=Path.home() / ".cache/simdra-e2e/k8s-v1.37.2/bin",
                         help="the control plane's binaries (tests/e2e/build.sh)")
@@ -250,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(targets(results[-1])), flush=True)
     print()
     print(table(results))
+    if extra := projection(results):
+        print(extra)
     print()
     print("\n".join(THRESHOLDS))
     return 0

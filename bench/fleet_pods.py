@@ -1,7 +1,8 @@
-"""Pods with claims from a ResourceClaimTemplate (one GPU each), created in a burst on the
-fleet's nodes; the real controller-manager makes their claims, the real scheduler places
-them, kwok makes them Running and Ready. One watch sees every pod's binding and readiness:
-the time each was seen, here, against the time its create call returned, here.
+"""Pods with claims from a ResourceClaimTemplate (one GPU each), created in a burst or at a
+steady rate on the fleet's nodes; the real controller-manager makes their claims, the
+real scheduler places them, kwok makes them Running and Ready. One watch sees every pod's
+binding and readiness: the time each was seen, here, against the time its create call
+returned, here.
 """
 
 from __future__ import annotations
@@ -82,34 +83,46 @@ def _ready(pod: JSON) -> bool:
                for c in pod.get("status", {}).get("conditions", []))
 
 
-def _watch(api: Api, times: PodTimes, stop: threading.Event, version: str) -> None:
+def _watch(api: Api, times: PodTimes, stop: threading.Event, version: str,
+           prefix: str) -> None:
     path = f"/api/v1/namespaces/{NAMESPACE}/pods?timeoutSeconds=20"
     while not stop.is_set():
         for event in api.watch(path, version):
             now, pod = time.monotonic(), event.get("object", {})
             version = pod.get("metadata", {}).get("resourceVersion", version)
             name = pod.get("metadata", {}).get("name", "")
+            if not name.startswith(prefix):
+                continue
             if pod.get("spec", {}).get("nodeName"):
                 times.bound.setdefault(name, now)
             if _ready(pod):
                 times.ready.setdefault(name, now)
 
 
-def run_pods(api: Api, count: int, timeout: float, workers: int = 8) -> PodTimes:
-    """Create `count` pods at once and wait until all are Ready (or `timeout` passes)."""
+def run_pods(api: Api, count: int, timeout: float, *, qps: float = 0.0,
+             prefix: str = "burst-") -> PodTimes:
+    """Create `count` pods, at once (8 clients) or at `qps` (one client, as
+    ClusterLoader2's tuning sets do), and wait until all are Ready (or `timeout` passes)."""
     times, stop = PodTimes(), threading.Event()
-    version = api.call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["metadata"][
+    version = api.call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?limit=1")["metadata"][
         "resourceVersion"]
-    watcher = threading.Thread(target=_watch, args=(api, times, stop, version), daemon=True)
+    watcher = threading.Thread(target=_watch, args=(api, times, stop, version, prefix),
+                               daemon=True)
     watcher.start()
 
     def create(index: int) -> None:
-        name = f"pod-{index}"
+        name = f"{prefix}{index}"
         api.call("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", pod_body(name))
         times.created[name] = time.monotonic()
 
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(create, range(count)))
+    if qps > 0:
+        start = time.monotonic()
+        for index in range(count):
+            time.sleep(max(0.0, start + index / qps - time.monotonic()))
+            create(index)
+    else:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(create, range(count)))
     deadline = time.monotonic() + timeout
     while len(times.ready) < count and time.monotonic() < deadline:
         time.sleep(0.5)
