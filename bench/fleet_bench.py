@@ -162,7 +162,7 @@ def measure(nodes: int, args: argparse.Namespace, workdir: Path) -> Figures:
     """Every figure for one fleet size, on a fresh cluster."""
     out: Figures = {"nodes": nodes}
     started = time.monotonic()
-    with Cluster(args.bin, workdir) as cluster:
+    with Cluster(args.bin, workdir, args.client_qps or None) as cluster:
         print(f"  control plane and kwok up in {time.monotonic() - started:.1f} s", flush=True)
         fleet, port = _start_fleet(cluster, nodes, workdir)
         try:
@@ -271,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
                         default=Path.home() / ".cache/simdra-e2e/k8s-v1.37.2/bin",
                         help="the control plane's binaries (tests/e2e/build.sh)")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--client-qps", type=float, default=100.0,
+                        help="kube-controller-manager's and kube-scheduler's API client rate "
+                        "(0: their defaults, 20 and 50, which cap pods with claims at about "
+                        "10/s: the controller-manager makes each claim and patches each pod)")
     args = parser.parse_args(argv)
     try:
         sizes = [int(s) for s in args.nodes.split(",")]
@@ -282,8 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="simdra-fleet-bench-"))
     results = []
     for n in sizes:
-        print(f"== {n} nodes ({MIX}), {n * args.pods_per_node} pods; work in {workdir}/n{n}",
-              flush=True)
+        qps = f"{args.client_qps:g} QPS" if args.client_qps else "default QPS"
+        print(f"== {n} nodes ({MIX}), {n * args.pods_per_node} pods; controller-manager and "
+              f"scheduler clients at {qps}; work in {workdir}/n{n}", flush=True)
         results.append(measure(n, args, workdir / f"n{n}"))
         print("\n".join(targets(results[-1])), flush=True)
     print()

@@ -32,9 +32,9 @@ PUBLISHED = re.compile(r"fleet: published (\d+) nodes, (\d+) slices in ([0-9.]+)
 class Cluster:
     """ControlPlane + kwok + the device classes. A context manager."""
 
-    def __init__(self, bin_dir: Path, workdir: Path) -> None:
+    def __init__(self, bin_dir: Path, workdir: Path, client_qps: float | None = None) -> None:
         self.workdir = workdir
-        self.cp = ControlPlane(bin_dir, workdir / "control-plane")
+        self.cp = ControlPlane(bin_dir, workdir / "control-plane", client_qps=client_qps)
         self.kwok: Kwok | None = None
         self.api: Api | None = None
 
