@@ -69,11 +69,12 @@ THRESHOLDS = (
 Figures = dict[str, float]
 
 
-def _fleet_own_requests(port: int) -> float:
-    """simdra_fleet_api_requests_total, all verbs, from the fleet's /metrics (0 if none)."""
+def _fleet_own_requests(port: int, **labels: str) -> float:
+    """simdra_fleet_api_requests_total (all verbs, or those `labels` pick) from the fleet's
+    /metrics (0 if it serves none)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            return metric_sum(r.read().decode(), "simdra_fleet_api_requests_total")
+            return metric_sum(r.read().decode(), "simdra_fleet_api_requests_total", **labels)
     except OSError:
         return 0.0
 
@@ -95,7 +96,9 @@ def _publish(cluster: Cluster, fleet: Fleet, port: int, nodes: int, out: Figures
     out.update({"publish_s": said, "publish_seen_s": seen, "slices": slices,
                 "slices_per_node": slices / nodes, "start_requests": requests,
                 "start_requests_per_node": requests / nodes,
-                "fleet_own_start_requests": _fleet_own_requests(port)})
+                "fleet_own_start_requests": _fleet_own_requests(port),
+                "watches_at_publish": _fleet_own_requests(port, verb="watch"),
+                "published_at": time.monotonic()})
     print(f"  published {nodes} nodes, {slices} slices: {said:.1f} s by its line, "
           f"{seen:.1f} s from exec; API requests {requests:.0f} "
           f"({requests / nodes:.2f}/node; the fleet counts {out['fleet_own_start_requests']:.0f})",
@@ -158,6 +161,16 @@ def _paced(api: Api, count: int, qps: float, out: Figures) -> None:
           f"claims with status.devices {written}/{total}", flush=True)
 
 
+def _rewatches(port: int, nodes: int, out: Figures) -> None:
+    """Watches the fleet (re)started since its publish, per node per hour: a short idle
+    window can fall between two renewals of its watches; the whole run cannot."""
+    hours = (time.monotonic() - out["published_at"]) / 3600
+    renewed = _fleet_own_requests(port, verb="watch") - out["watches_at_publish"]
+    out["rewatch_per_node_hour"] = renewed / nodes / hours
+    print(f"  watches renewed since publish: {renewed:.0f} in {hours * 60:.1f} min "
+          f"({out['rewatch_per_node_hour']:.2f}/node/h)", flush=True)
+
+
 def measure(nodes: int, args: argparse.Namespace, workdir: Path) -> Figures:
     """Every figure for one fleet size, on a fresh cluster."""
     out: Figures = {"nodes": nodes}
@@ -172,6 +185,7 @@ def measure(nodes: int, args: argparse.Namespace, workdir: Path) -> Figures:
             _pods(cluster.admin(), nodes * args.pods_per_node, out)
             _paced(cluster.admin(), max(1, round(nodes * args.paced_per_node)),
                    args.paced_qps, out)
+            _rewatches(port, nodes, out)
         finally:
             fleet.stop()
     return out
@@ -190,6 +204,7 @@ ROWS = (
     ("floor_requests_per_node", "floor: requests per node (Node + slices)", "", False),
     ("requests_vs_floor", "start requests / floor", "x", False),
     ("idle_requests_per_node_hour", "API requests per node per hour, idle", "", False),
+    ("rewatch_per_node_hour", "watch renewals per node per hour (whole run)", "", False),
     ("rss_mib", "fleet RSS", "MiB", True),
     ("rss_kib_per_node", "fleet RSS per node", "KiB", False),
     ("idle_cpu_pct", "fleet CPU, idle (% of a core)", "%", True),
