@@ -10,6 +10,8 @@ The plugin as a whole::
 One part at a time::
 
     publisher = Publisher(load_api_client(None), driver_name, node_name, inventory)
+    feed = SliceFeed(client, driver_name)   # many nodes' publishers, one list + watch:
+    Publisher(client, driver_name, node, inventory, feed=feed).start(); feed.start()
     prepared = plan_prepare(allocation, inventory, driver_name, rules)  # pure
     ledger = CapacityLedger.rebuild(records); problems = ledger.check(prepared)
     Checkpoint(data_dir).save(prepared)                       # durable, fsynced
@@ -44,6 +46,7 @@ from driver.observability.metrics import PluginMetrics
 from driver.plugin import Plugin, make_backend
 from driver.slices.backoff import Backoff
 from driver.slices.desired import desired_pool
+from driver.slices.feed import SliceFeed
 from driver.slices.publisher import Publisher
 from driver.startup import run_plugin
 
@@ -65,6 +68,7 @@ __all__ = [
     "Publisher",
     "RegistrationServicer",
     "RestClient",
+    "SliceFeed",
     "desired_pool",
     "encode_spec",
     "load_api_client",

@@ -9,7 +9,9 @@ written per device and share by the plugin's `ClaimStatusWriter` (server-side ap
 the driver as field manager). Once the claim is reserved for no pod, deallocated or
 deleted, the node's ledger frees it and our status entries are removed.
 
-One worker thread does the writes in due order; a write that fails is retried with
+A few worker threads do the writes in due order: one claim is never handled by two at
+once, and a node's claims are handled one at a time (its ledger's check and add belong
+together), while different nodes' go in parallel. A write that fails is retried with
 backoff, the claim's state kept, so an API server outage delays status, never loses it.
 After a restart, claims already written are planned again and their status compared,
 not rewritten (`ClaimStatusWriter.sync` writes only a difference).
@@ -45,7 +47,7 @@ CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 class ClaimTracker:
     """Claims of played nodes: watched, prepared after a latency, freed when unused."""
 
-    def __init__(self, fleet: Fleet, prepare_latency: float) -> None:
+    def __init__(self, fleet: Fleet, prepare_latency: float, workers: int = 4) -> None:
         self._fleet, self._latency = fleet, prepare_latency
         self._driver = fleet.config.driver_name
         self._writer = ClaimStatusWriter(fleet.client, self._driver)
@@ -53,26 +55,33 @@ class ClaimTracker:
         self._claims: dict[str, JSON] = {}  # uid -> latest object (guarded by _cond)
         self._due: list[tuple[float, int, str]] = []  # (when, seq, uid) heap
         self._seq = itertools.count()
-        self._prepared: dict[str, tuple[str, ClaimRef]] = {}  # uid -> (node, ref): worker's
-        self._ledgers: dict[str, CapacityLedger] = {}  # node -> ledger: worker's own
-        self._attempts: dict[str, int] = {}
+        self._busy: set[str] = set()  # uids a worker holds (guarded by _cond)
+        self._again: set[str] = set()  # busy uids that came due meanwhile (guarded by _cond)
+        self._attempts: dict[str, int] = {}  # guarded by _cond
+        self._node_locks: dict[str, threading.Lock] = {}  # guarded by _cond
+        # Each node's entries are changed only under that node's lock.
+        self._prepared: dict[str, tuple[str, ClaimRef]] = {}  # uid -> (node, ref)
+        self._ledgers: dict[str, CapacityLedger] = {}  # node -> ledger
         self._watch = ListWatch(fleet.client, CLAIMS, fleet.stop_event, on_list=self._listed,
                                 on_event=self._event, backoff=fleet.backoff,
                                 name="fleet-claims-watch")
-        self._worker = threading.Thread(target=self._work, name="fleet-claims", daemon=True)
+        self._workers = [threading.Thread(target=self._work, name=f"fleet-claims-{i}",
+                                          daemon=True) for i in range(workers)]
 
     def start(self) -> None:
         """Start watching claims and writing their status."""
         self._watch.start()
-        self._worker.start()
+        for worker in self._workers:
+            worker.start()
 
     def stop(self) -> None:
-        """Wait for both threads (the fleet's stop event ends them)."""
+        """Wait for the threads (the fleet's stop event ends them)."""
         with self._cond:
             self._cond.notify_all()
         self._watch.stop()
-        if self._worker.is_alive():
-            self._worker.join(10)
+        for worker in self._workers:
+            if worker.is_alive():
+                worker.join(10)
 
     # -- the watch's side: record and schedule ------------------------------------------
 
@@ -127,30 +136,56 @@ class ClaimTracker:
                 uid, claim = self._next_due(stop)
             if uid is None:
                 continue
+            failure: Exception | None = None
             try:
                 self._settle(uid, claim)
-                self._attempts.pop(uid, None)
             except Exception as exc:
-                self._retry_later(uid, exc)
+                failure = exc
+            self._done(uid, failure)
 
     def _next_due(self, stop: threading.Event) -> tuple[str | None, JSON | None]:
-        """The next claim whose time has come, and its latest object (None: gone)."""
+        """The next claim whose time has come and no other worker holds (now held by this
+        one), with its latest object (None: gone)."""
         while not stop.is_set():
             now = time.monotonic()
             if self._due and self._due[0][0] <= now:
                 _when, _seq, uid = heapq.heappop(self._due)
+                if uid in self._busy:
+                    self._again.add(uid)  # its holder schedules it again when done
+                    continue
+                self._busy.add(uid)
                 return uid, self._claims.get(uid)
             self._cond.wait(self._due[0][0] - now if self._due else None)
         return None, None
 
+    def _done(self, uid: str, failure: Exception | None) -> None:
+        with self._cond:
+            self._busy.discard(uid)
+            if failure is not None:
+                self._retry_later(uid, failure)
+                return
+            self._attempts.pop(uid, None)
+            if uid in self._again:
+                self._again.discard(uid)
+                self._schedule(uid, 0.0)
+
     def _settle(self, uid: str, claim: JSON | None) -> None:
         """Make the node side match the claim: prepared while in use, else freed."""
         node = self._node_of(claim) if claim is not None else None
-        wanted = claim is not None and node is not None and _in_use(claim)
-        if uid in self._prepared and not wanted:
-            self._free(uid, gone=claim is None)
-        elif wanted and uid not in self._prepared and claim is not None and node is not None:
-            self._prepare(uid, claim, node)
+        held = self._prepared.get(uid)
+        where = held[0] if held else node
+        if where is None:
+            return
+        with self._node_lock(where):
+            wanted = claim is not None and node is not None and _in_use(claim)
+            if uid in self._prepared and not wanted:
+                self._free(uid, gone=claim is None)
+            elif wanted and uid not in self._prepared and claim is not None and node:
+                self._prepare(uid, claim, node)
+
+    def _node_lock(self, node: str) -> threading.Lock:
+        with self._cond:
+            return self._node_locks.setdefault(node, threading.Lock())
 
     def _prepare(self, uid: str, claim: JSON, node: str) -> None:
         inventory = self._fleet.state.inventory(node)
@@ -182,13 +217,14 @@ class ClaimTracker:
         log.debug("fleet: freed %s on %s", ref, node)
 
     def _retry_later(self, uid: str, exc: Exception) -> None:
+        """Schedule a failed claim again after a backoff (holding the condition)."""
         attempt = self._attempts.get(uid, 0)
         self._attempts[uid] = attempt + 1
+        self._again.discard(uid)
         delay = self._fleet.backoff.delay(attempt, getattr(exc, "retry_after", None))
         log.warning("fleet: claim %s: %s; again in %.2fs", uid,
                     " ".join(str(exc).split())[:200], delay)
-        with self._cond:
-            self._schedule(uid, delay)
+        self._schedule(uid, delay)
 
     def ledger(self, node: str) -> CapacityLedger | None:
         """The node's ledger (for tests and metrics; the worker owns it)."""

@@ -1,11 +1,15 @@
 """The fleet's API client: simdra's RestClient, counting every request by verb.
 
 All of the fleet's calls, its publishers' included, go through one client, so
-`simdra_fleet_api_requests_total` is what the API server saw from this process.
+`simdra_fleet_api_requests_total` is what the API server saw from this process. It also
+caps the requests in flight at its connection count: a thousand nodes' publishers
+starting at once wait their turn instead of opening a thousand connections (which an
+API server answers with resets or 429s). Watches, which stay open, are not capped.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from driver.fleet.metrics import FleetMetrics, verb_of
@@ -20,13 +24,15 @@ class CountingClient(RestClient):
     def __init__(self, base: RestClient, metrics: FleetMetrics, connections: int) -> None:
         super().__init__(base.access, connections=connections)
         self._metrics = metrics
+        self._in_flight = threading.BoundedSemaphore(connections)
 
     def request(self, method: str, path: str, **options: Any) -> Any:
         """As RestClient.request, counted (slice writes also as slice writes)."""
         self._metrics.request(verb_of(method))
         if method != "GET" and path.startswith(SLICES_PATH):
             self._metrics.slice_writes.inc()
-        return super().request(method, path, **options)
+        with self._in_flight:
+            return super().request(method, path, **options)
 
     def watch(self, path: str, query: Any, timeout: Any) -> Any:
         """As RestClient.watch, counted."""

@@ -3,6 +3,8 @@
 Each node gets simdra's own `Publisher`, the one `simdra run` uses, over the fleet's
 shared client: same slice names, splitting, generations and ownerReferences to the
 Node; after a restart it adopts the node's slices (no duplicates, generations go on).
+All of them share one list and watch of the driver's slices (`SliceFeed`): one
+connection and one thread for the fleet instead of one per node.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import functools
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 from driver.fleet import retry
 from driver.fleet.metrics import FleetMetrics
 from simdra import Inventory
-from simdra.runtime import ApiStatusError, Backoff, Publisher, RestClient
+from simdra.runtime import ApiStatusError, Backoff, Publisher, RestClient, SliceFeed
 
 log = logging.getLogger("driver.fleet")
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
@@ -31,6 +34,15 @@ class FleetPublishers:
         self._backoff, self._watch_timeout = backoff, watch_timeout
         self._lock = threading.Lock()
         self._publishers: dict[str, Publisher] = {}
+        self._feed = SliceFeed(client, driver, backoff=backoff, watch_timeout=watch_timeout)
+        self._feed_started = False
+
+    def start_feed(self) -> None:
+        """Start the shared list and watch (after the first nodes registered, so that
+        one list covers them all)."""
+        if not self._feed_started:
+            self._feed_started = True
+            self._feed.start()
 
     def publish(self, node: str, inventory: Inventory) -> None:
         """Publish `inventory` as `node`'s slices (starting its publisher if new)."""
@@ -39,7 +51,7 @@ class FleetPublishers:
             if publisher is None:
                 publisher = Publisher(self._client, self._driver, node, inventory,
                                       backoff=self._backoff, watch_timeout=self._watch_timeout,
-                                      write_concurrency=1)
+                                      write_concurrency=1, feed=self._feed)
                 self._publishers[node] = publisher
                 publisher.start()
                 return
@@ -76,13 +88,13 @@ class FleetPublishers:
         return sum(sum(p.stats().slices.values()) for p in publishers)
 
     def stop(self) -> None:
-        """Stop every publisher (in parallel: each may be closing a watch)."""
+        """Stop the shared watch and every publisher (several at a time: each stop
+        joins its thread)."""
         with self._lock:
             publishers, self._publishers = list(self._publishers.values()), {}
-        for publisher in publishers:
-            publisher._stop.set()
-        for publisher in publishers:
-            publisher.stop()
+        self._feed.stop()
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(Publisher.stop, publishers))
 
 
 def delete_slices(client: RestClient, driver: str, node: str, *, stop: threading.Event,

@@ -49,7 +49,10 @@ class Fleet:
         if self.config.prune:
             self._prune(ours, played)
         for node in played:
+            if self.stop_event.is_set():
+                raise retry.Stopped("start")
             self.join(node.name, plan_shape=node, exists=node.name in ours)
+        self.publishers.start_feed()
         self.metrics.nodes.set(len(played))
         return played
 
@@ -87,10 +90,12 @@ class Fleet:
         inventory = self.state.inventory(name)
         if inventory is not None:
             self.publishers.publish(name, inventory)
+        self.metrics.nodes.set(len(self.publishers.nodes()))
 
     def leave(self, name: str) -> None:
         """Take `name` down: stop publishing, delete its slices and (if ours) its Node."""
         self.publishers.remove(name)
+        self.metrics.nodes.set(len(self.publishers.nodes()))
         delete_slices(self.client, self.config.driver_name, name, stop=self.stop_event,
                       metrics=self.metrics, backoff=self.backoff)
         if not self.config.attach_selector:

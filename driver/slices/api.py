@@ -62,6 +62,9 @@ class SliceApi:
         self.node = node
         self.field_selector = f"spec.driver={driver},spec.nodeName={node}"
         self._watch: Watch | None = None
+        # Where the server's release comes from when not from /version per call: a
+        # SliceFeed shares one answer between its publishers.
+        self.version_source: Callable[[], str] | None = None
 
     def list_slices(self) -> tuple[list[JSON], str]:
         """Our slices and the list's resourceVersion (the point to watch from)."""
@@ -132,6 +135,8 @@ class SliceApi:
 
     def server_version(self) -> str:
         """The API server's release, as its /version `gitVersion` ("v1.34.4")."""
+        if self.version_source is not None:
+            return self.version_source()
         version = self._call("get /version", "GET", "/version")
         return str(version.get("gitVersion", ""))
 

@@ -33,6 +33,7 @@ from driver.devices.model import Inventory
 from driver.kubeapi import RestClient
 from driver.slices.api import SliceApi
 from driver.slices.backoff import Backoff
+from driver.slices.feed import SliceFeed
 from driver.slices.observed import SliceCache
 from driver.slices.reconciler import Reconciler
 from driver.slices.stats import PublisherCounters, PublisherStats
@@ -63,8 +64,12 @@ class Publisher:
         watch_timeout: int = 300,
         node_uid_max_age: float = 10.0,
         write_concurrency: int = 4,
+        feed: SliceFeed | None = None,
     ) -> None:
+        """With `feed`, this node's slices come from that shared list and watch
+        (`driver.slices.feed`) instead of a watch of its own: one thread, not two."""
         backoff = backoff or Backoff()
+        self._feed = feed
         self._api = SliceApi(api_client, driver, node)
         self._cache = SliceCache()
         self._cond = threading.Condition()
@@ -85,7 +90,12 @@ class Publisher:
         """Start listing/watching our slices and publishing; returns at once."""
         if self._threads:
             raise RuntimeError("publisher already started")
-        for target, name in ((self._watcher.run, "watch"), (self._reconciler.run, "publish")):
+        parts = [(self._reconciler.run, "publish")]
+        if self._feed is None:
+            parts.insert(0, (self._watcher.run, "watch"))
+        else:
+            self._feed._register(self._api, self._cache, self._queue)
+        for target, name in parts:
             thread = threading.Thread(target=target, name=f"slices-{name}", daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -107,6 +117,8 @@ class Publisher:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop both threads and close the watch. Published slices stay on the server."""
         self._stop.set()
+        if self._feed is not None:
+            self._feed._unregister(self._api.node)
         self._queue.wake()
         deadline = time.monotonic() + timeout
         for thread in self._threads:

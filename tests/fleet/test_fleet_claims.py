@@ -44,8 +44,8 @@ def test_a_claim_reserved_for_a_pod_gets_its_status_and_loses_it_when_freed(
     assert all(e["conditions"][0]["type"] == "Ready" for e in entries)
     (nic,) = wait_until(lambda: _ours(server, "c2"))
     assert "shareID" in nic  # a NIC is shared: its entry names the share
-    ledger = fleet.claims.ledger(NODE)
-    assert ledger is not None and len(ledger.devices_in_use()) == 3
+    ledger = wait_until(lambda: fleet.claims.ledger(NODE))
+    wait_until(lambda: len(ledger.devices_in_use()) == 3)  # status goes first, then this
     _pod_gone(server, "c1")
     wait_until(lambda: _ours(server, "c1") == [])
     wait_until(lambda: len(ledger.devices_in_use()) == 1)
@@ -83,3 +83,19 @@ def test_claims_on_other_nodes_are_left_alone(server: APIServer,
     allocator.allocate("default", "c2", pod_name="p2", pod_uid="u2")  # on the fleet node
     wait_until(lambda: _ours(server, "c2"))
     assert _ours(server, "c1") == []
+
+
+def test_a_restarted_fleet_takes_its_claims_back_without_rewriting_them(
+        server: APIServer, start_fleet: StartFleet) -> None:
+    fleet, allocator = _setup(server, start_fleet)
+    server.put_object("resourceclaims", claim("c1", exactly("gpu", f"gpu.{DRIVER}")))
+    allocator.allocate("default", "c1", pod_name="p1", pod_uid="u1")
+    before = wait_until(lambda: _ours(server, "c1"))
+    fleet.stop()
+    status_writes = server.request_log.count("patch", "resourceclaims/status")
+    again = start_fleet(nodes=1, mix="gpu8-nic2:100")
+    again.start_background()
+    ledger = wait_until(lambda: again.claims.ledger(NODE))
+    wait_until(lambda: len(ledger.devices_in_use()) == 1)  # the claim is in it again
+    assert server.request_log.count("patch", "resourceclaims/status") == status_writes
+    assert _ours(server, "c1") == before

@@ -124,3 +124,22 @@ def _wait_for(condition: object, timeout: float = 10.0) -> None:
     from driver.testing import wait_until
 
     wait_until(condition, timeout=timeout)  # type: ignore[arg-type]
+
+
+def test_node_writes_wait_out_a_throttling_or_failing_api_server(
+        server: APIServer, start_fleet: StartFleet) -> None:
+    server.inject_failure("create", "nodes", 429, count=2, retry_after=0)
+    server.inject_failure("create", "nodes", 503, count=2)
+    fleet = start_fleet(nodes=3)
+    assert len(server.objects("nodes")) == 3
+    assert len(fleet_slices(server)) == 3
+    assert server.request_log.count("create", "nodes") == 3 + 4  # no duplicate creates
+    assert fleet.metrics.errors.labels(verb="create")._value.get() == 4
+
+
+def test_many_nodes_starting_at_once_keep_to_the_clients_connections(
+        server: APIServer, start_fleet: StartFleet) -> None:
+    stall = server.stall("create", "resourceslices", seconds=0.2, together=100)
+    start_fleet(nodes=24)  # the fixture's client: 8 connections
+    assert len(fleet_slices(server)) == 24
+    assert 1 < stall.max_in_flight <= 8
