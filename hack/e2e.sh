@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real-cluster e2e: builds (once, cached) etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubelet from their source modules, starts them on loopback and runs
-# the scenarios in tests/e2e (pytest marker `e2e`), then prints a scenario table.
+# kube-scheduler and kubelet from their source modules, and kwok's controller from its own,
+# starts them on loopback and runs the scenarios in tests/e2e (pytest marker `e2e`), then
+# prints a scenario table.
 #
 #   ./hack/e2e.sh                     # all scenarios
 #   ./hack/e2e.sh -k cel              # pytest arguments pass through
@@ -35,8 +36,13 @@ if ! bin=$(bash tests/e2e/build.sh); then
   echo "e2e: FAILED in the build of the real components (see the line above)" >&2
   exit 1
 fi
-echo "e2e: components ready in $(( $(date +%s) - start )) s: $bin" >&2
-export SIMDRA_E2E_BIN=$bin
+# kwok's controller (the fleet scenario's fake nodes), from its own Go module, cached too.
+if ! kwok=$(bash tests/e2e/build-kwok.sh); then
+  echo "e2e: FAILED in the build of kwok (see the line above)" >&2
+  exit 1
+fi
+echo "e2e: components ready in $(( $(date +%s) - start )) s: $bin, $kwok" >&2
+export SIMDRA_E2E_BIN=$bin SIMDRA_E2E_KWOK=$kwok
 echo "e2e: logs in $SIMDRA_E2E_LOGS" >&2
 set +e
 python -m pytest -m e2e tests -p no:cacheprovider -q "$@"

@@ -198,6 +198,7 @@ class ControlPlane:
         *,
         node_names: Sequence[str] = (),
         extra_gates: Sequence[str] = (),
+        client_qps: float | None = None,
     ) -> None:
         self.bin = Path(bin_dir)
         self.workdir = Path(workdir)
@@ -205,6 +206,9 @@ class ControlPlane:
         self.certs = Certificates(self.workdir / "pki")
         self.node_names = list(node_names)  # each gets a bearer token for a kubelet
         self.extra_gates = list(extra_gates)
+        # The controller-manager's and scheduler's API client rate (their defaults, 20 and
+        # 50 QPS, are what the e2e runs; a scale bench raises them, as scale clusters do).
+        self.client_qps = client_qps
         self.components: list[Component] = []
         self.port = 0
         self.kubeconfig = self.workdir / "admin.kubeconfig"
@@ -400,6 +404,7 @@ class ControlPlane:
             "--root-ca-file", str(c.ca_cert),
             "--feature-gates", gates,
             "--controllers", "*",
+            *self._qps_flags(),
             "--v=1",
         ])
         self._wait(cm, lambda: _https_ok(f"https://127.0.0.1:{port}/healthz"),
@@ -418,7 +423,9 @@ class ControlPlane:
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
             # With --config the scheduler ignores --kubeconfig: it goes here.
-            "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+            "clientConnection": {"kubeconfig": str(self.kubeconfig),
+                                 **({"qps": self.client_qps, "burst": int(2 * self.client_qps)}
+                                    if self.client_qps else {})},
             "leaderElection": {"leaderElect": False},
             "profiles": [{
                 "schedulerName": "default-scheduler",
@@ -431,10 +438,18 @@ class ControlPlane:
         self.binding_timeout = BINDING_TIMEOUT_SECONDS
         return ["--config", str(path)]
 
+    def _qps_flags(self) -> list[str]:
+        """--kube-api-qps/--kube-api-burst where client_qps is set."""
+        if not self.client_qps:
+            return []
+        return ["--kube-api-qps", f"{self.client_qps:g}",
+                "--kube-api-burst", str(int(2 * self.client_qps))]
+
     def _start_scheduler(self, gates: str) -> None:
         port = free_port()
+        config = self._scheduler_config()
         scheduler = self._component("kube-scheduler", [
-            *self._scheduler_config(),
+            *(config or self._qps_flags()),  # with --config, its clientConnection has them
             "--kubeconfig", str(self.kubeconfig),
             "--authentication-kubeconfig", str(self.kubeconfig),
             "--authorization-kubeconfig", str(self.kubeconfig),
