@@ -44,14 +44,16 @@ class FleetPublishers:
             self._feed_started = True
             self._feed.start()
 
-    def publish(self, node: str, inventory: Inventory) -> None:
-        """Publish `inventory` as `node`'s slices (starting its publisher if new)."""
+    def publish(self, node: str, inventory: Inventory, node_uid: str | None = None) -> None:
+        """Publish `inventory` as `node`'s slices (starting its publisher if new, with
+        the Node's UID where the caller knows it)."""
         with self._lock:
             publisher = self._publishers.get(node)
             if publisher is None:
                 publisher = Publisher(self._client, self._driver, node, inventory,
                                       backoff=self._backoff, watch_timeout=self._watch_timeout,
-                                      write_concurrency=1, feed=self._feed)
+                                      write_concurrency=1, feed=self._feed,
+                                      node_uid=node_uid)
                 self._publishers[node] = publisher
                 publisher.start()
                 return

@@ -45,13 +45,13 @@ class Fleet:
     def start(self) -> list[PlannedNode]:
         """Create or adopt the owned nodes and start publishing; the played nodes."""
         played = owned(self._planned(), self.config.shard)
-        ours = self._existing()
+        ours = self._existing()  # name -> UID
         if self.config.prune:
             self._prune(ours, played)
         for node in played:
             if self.stop_event.is_set():
                 raise retry.Stopped("start")
-            self.join(node.name, plan_shape=node, exists=node.name in ours)
+            self.join(node.name, plan_shape=node, uid=ours.get(node.name))
         self.publishers.start_feed()
         self.metrics.nodes.set(len(played))
         return played
@@ -63,33 +63,35 @@ class Fleet:
             return fleet_nodes(names, cfg.mix, cfg.seed)
         return created_fleet(cfg.node_prefix, cfg.nodes, cfg.mix, cfg.seed)
 
-    def _existing(self) -> set[str]:
-        """Our nodes already on the server (a restart adopts them; none when attached)."""
+    def _existing(self) -> dict[str, str]:
+        """Our nodes already on the server, by name, with their UIDs (a restart adopts
+        them; none when attached)."""
         if self.config.attach_selector:
-            return set()
+            return {}
         selector = f"{FLEET_LABEL}={self.config.node_prefix}"
-        return {n["metadata"]["name"] for n in self.nodes.list(selector)}
+        return {n["metadata"]["name"]: str(n["metadata"]["uid"])
+                for n in self.nodes.list(selector)}
 
-    def _prune(self, ours: set[str], played: list[PlannedNode]) -> None:
+    def _prune(self, ours: dict[str, str], played: list[PlannedNode]) -> None:
         for name in to_prune(sorted(ours), played, self.config.shard):
             self.leave(name)
             log.info("fleet: pruned node %s", name)
 
     def join(self, name: str, plan_shape: PlannedNode | None = None,
-             exists: bool = False) -> None:
-        """Bring `name` up (create its Node unless it `exists`) and publish its slices;
-        with `plan_shape`, plan its inventory first (a node joining again keeps its
-        state)."""
+             uid: str | None = None) -> None:
+        """Bring `name` up (create its Node unless its `uid` says it exists) and publish
+        its slices; with `plan_shape`, plan its inventory first (a node joining again
+        keeps its state)."""
         cfg = self.config
         if plan_shape is not None:
             self.state.add(name, plan_inventory(name, cfg.driver_name, plan_shape.shape))
-        if not cfg.attach_selector and not exists:
+        if not cfg.attach_selector and uid is None:
             shape = plan_shape.shape.name if plan_shape else ""
             now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            self.nodes.ensure(node_body(name, cfg.node_prefix, shape, now))
+            uid = self.nodes.ensure(node_body(name, cfg.node_prefix, shape, now))
         inventory = self.state.inventory(name)
         if inventory is not None:
-            self.publishers.publish(name, inventory)
+            self.publishers.publish(name, inventory, uid)
         self.metrics.nodes.set(len(self.publishers.nodes()))
 
     def leave(self, name: str) -> None:

@@ -32,11 +32,14 @@ class NodeUid:
         backoff: Backoff,
         node: str,
         max_age: float,
+        known: str | None = None,
     ) -> None:
         self._api, self._queue, self._counters = api, queue, counters
         self._backoff, self._node, self._max_age = backoff, node, max_age
-        self.uid: str | None = None
-        self._read_at = 0.0
+        # `known`: the caller just created or listed the Node, so the first writes need
+        # no read of their own (a fleet starting 1,000 nodes saves 1,000 GETs).
+        self.uid: str | None = known
+        self._read_at = time.monotonic() if known else 0.0
         self._attempts = 0
 
     @property

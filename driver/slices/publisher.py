@@ -65,9 +65,12 @@ class Publisher:
         node_uid_max_age: float = 10.0,
         write_concurrency: int = 4,
         feed: SliceFeed | None = None,
+        node_uid: str | None = None,
     ) -> None:
         """With `feed`, this node's slices come from that shared list and watch
-        (`driver.slices.feed`) instead of a watch of its own: one thread, not two."""
+        (`driver.slices.feed`) instead of a watch of its own: one thread, not two. With
+        `node_uid` (the caller just created or listed the Node), the first writes own
+        the slices by it without reading the Node first."""
         backoff = backoff or Backoff()
         self._feed = feed
         self._api = SliceApi(api_client, driver, node)
@@ -83,7 +86,7 @@ class Publisher:
         self._reconciler = Reconciler(
             self._api, self._cache, self._queue, self._counters, self._cond, self._stop,
             backoff=backoff, node_uid_max_age=node_uid_max_age,
-            write_concurrency=write_concurrency,
+            write_concurrency=write_concurrency, node_uid=node_uid,
         )
 
     def start(self) -> None:

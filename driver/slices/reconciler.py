@@ -63,13 +63,15 @@ class Reconciler:
         backoff: Backoff,
         node_uid_max_age: float,
         write_concurrency: int,
+        node_uid: str | None = None,
     ) -> None:
         self._api, self._driver, self._node = api, api.driver, api.node
         self._cache, self._queue, self._counters = cache, queue, counters
         self._stop, self._backoff = stop, backoff
         self.pools = ValidatedPools(api.driver, api.node, lock)
         self.server_changes = ServerChanges(lock)
-        self.node_uid = NodeUid(api, queue, counters, backoff, api.node, node_uid_max_age)
+        self.node_uid = NodeUid(api, queue, counters, backoff, api.node, node_uid_max_age,
+                                node_uid)
         self._writer = SliceWriter(api, cache, counters, self.server_changes, write_concurrency)
         self._clean: dict[str, bool] = {}  # pool -> its last plan was empty
         self._attempts: dict[str, int] = {}  # pool -> failed writes in a row

@@ -35,6 +35,19 @@ def test_each_node_publishes_its_pool_owned_by_its_node(server: APIServer,
         assert len(piece["spec"]["devices"]) == 8
 
 
+def test_a_start_reads_no_node_it_created_or_listed(server: APIServer,
+                                                   start_fleet: StartFleet) -> None:
+    """The fleet hands each publisher its Node's UID: per node, a start costs the Node's
+    create and its slices, a restart nothing but the shared lists."""
+    start_fleet(nodes=4).stop()
+    assert server.request_log.count("get", "nodes") == 0
+    assert server.request_log.count("create", "nodes") == 4
+    server.request_log.clear()
+    start_fleet(nodes=4)
+    assert server.request_log.count("get", "nodes") == 0
+    assert server.writes() == 0
+
+
 def test_a_restarted_fleet_adopts_its_nodes_and_slices_without_writing(
         server: APIServer, start_fleet: StartFleet) -> None:
     first = start_fleet(nodes=5, mix="gpu8:60,partitioned:40", seed=4)
