@@ -7,6 +7,8 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
+from driver.core.flag_values import FlagValueError, bounded_int, bounded_number
+
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 # What a sub-command module registers with `simdra`'s parser (generic only for typing).
@@ -39,23 +41,17 @@ def check(value: str, flag: str, ok: Callable[[str], bool], rule: str) -> str:
 def integer(value: str, flag: str, low: int, high: int) -> int:
     """An integer in [low, high]."""
     try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{flag}={value!r}: not an integer") from None
-    if not low <= number <= high:
-        raise UsageError(f"{flag}={number}: must be between {low} and {high}")
-    return number
+        return bounded_int(value, flag, low, high)
+    except FlagValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def number(value: str, flag: str, low: float, high: float) -> float:
     """A number in [low, high]."""
     try:
-        parsed = float(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{flag}={value!r}: not a number") from None
-    if not low <= parsed <= high:
-        raise UsageError(f"{flag}={parsed:g}: must be between {low:g} and {high:g}")
-    return parsed
+        return bounded_number(value, flag, low, high)
+    except FlagValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def boolean(value: str, flag: str) -> bool:

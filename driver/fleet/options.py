@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from driver.core.flag_values import FlagValueError, bounded_int, bounded_number
 from driver.fleet.churn import ChurnRates, parse_churn
 from driver.fleet.mix import Mix, parse_mix
 from driver.fleet.pool_plan import PlanError, plan_inventory
@@ -85,19 +86,13 @@ def _parsed(parse: Callable[[str], T], value: str, flag: str) -> T:
 
 def _integer(value: str, flag: str, low: int, high: int) -> int:
     try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise FlagError(f"{flag}={value!r}: not an integer") from None
-    if not low <= number <= high:
-        raise FlagError(f"{flag}={number}: must be between {low} and {high}")
-    return number
+        return bounded_int(value, flag, low, high)
+    except FlagValueError as err:
+        raise FlagError(str(err)) from None
 
 
 def _number(value: str, flag: str, low: float, high: float) -> float:
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise FlagError(f"{flag}={value!r}: not a number") from None
-    if not low <= number <= high:
-        raise FlagError(f"{flag}={number:g}: must be between {low:g} and {high:g}")
-    return number
+        return bounded_number(value, flag, low, high)
+    except FlagValueError as err:
+        raise FlagError(str(err)) from None
