@@ -822,7 +822,12 @@ class Kube:
                 if not pods or e.involved_object.name in pods]
 
     def delete_all(self) -> None:
-        """Every pod and template of NAMESPACE, waiting until the pods are gone."""
+        """Every pod, template and claim of NAMESPACE, waiting until all are gone.
+
+        A template's claim outlives its pod until the claim controller deletes it, and
+        until then the scheduler still counts its devices and capacity: the next
+        scenario would find them taken (seen in CI: a 150m share left on gpu-0 kept
+        the next scenario's 450m share Pending)."""
         for p in self.core.list_namespaced_pod(NAMESPACE).items:
             self.core.delete_namespaced_pod(p.metadata.name, NAMESPACE, grace_period_seconds=1)
         self.resource.delete_collection_namespaced_resource_claim_template(NAMESPACE)
@@ -832,8 +837,13 @@ class Kube:
             120,
             self.node.kubelet_log,
         )
-        # Claims made by hand (`claim()`); those of templates went with their pods.
         self.resource.delete_collection_namespaced_resource_claim(NAMESPACE)
+        wait(
+            f"claims in {NAMESPACE} deleted",
+            lambda: not self.resource.list_namespaced_resource_claim(NAMESPACE).items,
+            60,
+            self.node.kubelet_log,
+        )
 
 
 @pytest.fixture
