@@ -1,6 +1,7 @@
 """docs/examples/crypto-driver, the proof that simdra is a library: a driver outside the
-tree, written against the public API only. Its own test passes (the real plugin process
-with its kind, under simdra.testing), and it passes the gates simdra's code passes, with
+tree, written against the public API only. Its own test (the real plugin process with its
+kind, under simdra.testing) runs from the guide's command in test_driver_author_guide; here
+it passes the gates simdra's code passes, with
 the settings of its own pyproject.toml (what an author copies): ruff, mypy --strict
 against simdra as installed, no import of the private `driver` package; and it stays
 small."""
@@ -55,15 +56,7 @@ def _imported(path: Path) -> set[str]:
 
 
 @pytest.mark.slow
-def test_the_example_passes_its_own_test() -> None:
-    # Its directory on the path as an installed package would be; the repository root
-    # for simdra (the plugin child process starts in it too).
-    path = os.pathsep.join([str(EXAMPLE), str(REPO)])
-    done = _run(sys.executable, "-m", "pytest", str(EXAMPLE / "tests"), "-q", "-n", "0",
-                "-p", "no:cacheprovider", env={"PYTHONPATH": path})
-
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout and " failed" not in done.stdout
+# Its own test runs from the guide's command (tests/test_driver_author_guide.py).
 
 
 def test_the_example_is_ruff_clean_with_its_own_settings() -> None:
