@@ -18,7 +18,6 @@ No assertions: this prints numbers.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import re
 import signal
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from stand_in_process import StandIn
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere
@@ -38,41 +38,21 @@ DRIVER = "dra.example.com"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
 
-def serve(conn: Any) -> None:
-    """The stand-in, answering the parent's commands over `conn`."""
-    from driver.testing.apiserver import APIServer
-
-    with APIServer() as server:
-        conn.send(server.url)
-        while (command := conn.recv()) != "stop":
-            if command == "requests":
-                conn.send(sum(server.request_log.counts().values()))
-            elif command == "slices":
-                conn.send(server.objects("resourceslices"))
-            elif command == "wipe":
-                for kind in ("resourceslices", "nodes"):
-                    for obj in server.objects(kind):
-                        server.delete_object(kind, obj["metadata"]["name"])
-                conn.send(None)
+def _requests(server: Any) -> int:
+    return sum(server.request_log.counts().values())
 
 
-class StandIn:
-    """The parent's handle on the child-process stand-in."""
+def _slices(server: Any) -> Any:
+    return server.objects("resourceslices")
 
-    def __init__(self) -> None:
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._process = ctx.Process(target=serve, args=(child,), daemon=True)
-        self._process.start()
-        self.url: str = self._conn.recv()
 
-    def ask(self, command: str) -> Any:
-        self._conn.send(command)
-        return self._conn.recv()
+def _wipe(server: Any) -> None:
+    for kind in ("resourceslices", "nodes"):
+        for obj in server.objects(kind):
+            server.delete_object(kind, obj["metadata"]["name"])
 
-    def stop(self) -> None:
-        self._conn.send("stop")
-        self._process.join(10)
+
+COMMANDS = {"requests": _requests, "slices": _slices, "wipe": _wipe}
 
 
 def run_fleet(stand_in: StandIn, kubeconfig: Path, nodes: int, quiet: float,
@@ -150,7 +130,7 @@ def main() -> None:
           f"{'req/node/h quiet':>16} {'RSS MiB':>8} {'floor MiB':>9} {'KiB/node':>8} "
           f"{'threads':>7} {'quiet CPU %':>11}")
     for nodes in args.sizes:
-        stand_in = StandIn()
+        stand_in = StandIn(COMMANDS)
         try:
             from driver.testing.kubeconfig import write_kubeconfig
 

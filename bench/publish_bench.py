@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import multiprocessing as mp
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
+from stand_in_process import StandIn
+
 from driver.devices.model import Device, Inventory, Pool
 from driver.slices.publisher import Publisher
 
@@ -37,53 +38,31 @@ NODE = "bench-node"
 POOL = "bench-pool"
 
 
-# --- the API stand-in, in a child process -----------------------------------------
+# --- the API stand-in's commands (it runs in a child process) ------------------------
 
 
-def serve(conn: Any) -> None:
-    """Run the stand-in and answer control commands from the parent over `conn`."""
-    from driver.testing.apiserver import APIServer
-
-    with APIServer() as server:
-        server.put_object("nodes", {"metadata": {"name": NODE}})
-        conn.send(server.url)
-        while True:
-            command = conn.recv()
-            if command == "stop":
-                break
-            if command == "reset":
-                server.request_log.clear()
-                conn.send(None)
-            elif command == "writes":
-                conn.send(server.writes("resourceslices"))
-            elif command == "creates":
-                conn.send(sum(1 for e in server.request_log.entries("create", "resourceslices")
-                              if e.code == 201))
-            elif command == "delete_all":
-                items, _ = server.store.list("resourceslices")
-                names = [o["metadata"]["name"] for o in items]
-                for name in names:
-                    server.delete_object("resourceslices", name)
-                conn.send(len(names))
+def _reset(server: Any) -> None:
+    server.request_log.clear()
 
 
-class StandIn:
-    """The parent's handle on the child-process API server."""
+def _writes(server: Any) -> int:
+    return int(server.writes("resourceslices"))
 
-    def __init__(self) -> None:
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._process = ctx.Process(target=serve, args=(child,), daemon=True)
-        self._process.start()
-        self.url = self._conn.recv()
 
-    def ask(self, command: str) -> Any:
-        self._conn.send(command)
-        return self._conn.recv()
+def _creates(server: Any) -> int:
+    return sum(1 for e in server.request_log.entries("create", "resourceslices")
+               if e.code == 201)
 
-    def stop(self) -> None:
-        self._conn.send("stop")
-        self._process.join(10)
+
+def _delete_all(server: Any) -> int:
+    names = [o["metadata"]["name"] for o in server.store.list("resourceslices")[0]]
+    for name in names:
+        server.delete_object("resourceslices", name)
+    return len(names)
+
+
+COMMANDS = {"reset": _reset, "writes": _writes, "creates": _creates,
+            "delete_all": _delete_all}
 
 
 # --- inventory ---------------------------------------------------------------------
@@ -138,7 +117,7 @@ def republish_time(publisher: Publisher, stand_in: StandIn) -> tuple[float, int]
 
 
 def run(size: int, quiet_seconds: float) -> None:
-    stand_in = StandIn()
+    stand_in = StandIn(COMMANDS, nodes=[NODE])
     me = psutil.Process()
     try:
         client = _client(stand_in.url)
