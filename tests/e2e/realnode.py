@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,10 @@ def real_node(
 # -- the plugin's DaemonSet --------------------------------------------------------------
 
 
+# (overlay, inventory, pod_patch): what the DaemonSet runs, see PluginDeployment.
+_Overlay = tuple[str, str | None, JSON | None]
+
+
 @dataclass
 class PluginDeployment:
     """Our DaemonSet, applied from a temporary overlay of one of deploy/overlays."""
@@ -215,6 +219,13 @@ class PluginDeployment:
     # A strategic merge patch of the DaemonSet's pod template spec (env, volumes), on top
     # of the overlay: e.g. the sysfs overlay pointed at a simulated tree.
     pod_patch: JSON | None = None
+    # What `restore()` returns to: the overlay the DaemonSet was applied with.
+    _default: _Overlay = field(init=False)
+    _default_devices: set[tuple[str, str]] | None = field(default=None, init=False)
+    _open: int = field(default=0, init=False)  # `using` blocks not yet left
+
+    def __post_init__(self) -> None:
+        self._default = self._state()
 
     @property
     def kustomization(self) -> Path:
@@ -321,19 +332,37 @@ class PluginDeployment:
     @contextlib.contextmanager
     def using(self, overlay: str, inventory: str | None = None,
               pod_patch: JSON | None = None) -> Iterator[None]:
-        """Switch the DaemonSet to another overlay (a rolling update; `inventory`: its
-        inventory file instead of the overlay's; `pod_patch`: see the field) and back
-        after, when the node publishes the devices it had before again."""
-        before, before_inventory, devices = self.overlay, self.inventory, self.devices()
-        before_patch = self.pod_patch
-        self.overlay, self.inventory, self.pod_patch = overlay, inventory, pod_patch
-        self.apply_and_roll()
+        """The DaemonSet on another overlay for the block (a rolling update, none when it
+        runs that one already; `inventory`: its inventory file instead of the overlay's;
+        `pod_patch`: see the field). The default overlay comes back lazily, when the next
+        scenario that needs it calls `restore()` (node_scenarios/conftest.py does): a
+        roll costs seconds, and scenarios on other overlays in a row then roll the
+        DaemonSet once each instead of twice."""
+        if self._default_devices is None and self._state() == self._default:
+            self._default_devices = self.devices()
+        self._switch((overlay, inventory, pod_patch))
+        self._open += 1
         try:
             yield
         finally:
-            self.overlay, self.inventory, self.pod_patch = before, before_inventory, before_patch
+            self._open -= 1
+
+    def restore(self) -> None:
+        """The default overlay again, unless it runs or a `using` block is open, and wait
+        until the node publishes exactly the devices it had on it."""
+        if self._open or self._state() == self._default:
+            return
+        self._switch(self._default)
+        if self._default_devices is not None:
+            self.wait_devices(self._default_devices)
+
+    def _state(self) -> _Overlay:
+        return (self.overlay, self.inventory, self.pod_patch)
+
+    def _switch(self, state: _Overlay) -> None:
+        if state != self._state():
+            self.overlay, self.inventory, self.pod_patch = state
             self.apply_and_roll()
-            self.wait_devices(devices)
 
     def devices(self) -> set[tuple[str, str]]:
         """(pool, device) of every device the node's slices publish."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driver.testing.allocation.builders import exactly
@@ -39,6 +40,7 @@ def _counts(plugin: PluginProcess, name: str, label: str) -> dict[str, float]:
             for s in family.samples if s.name == name}
 
 
+@pytest.mark.slow  # waits out the shortest grace, 30 s
 def test_leaked_claims_are_freed_only_when_the_kubelet_agrees(cluster: LocalCluster) -> None:
     plugin = cluster.start_plugin(num_devices=2, extra=[
         "--reconcile-interval", str(INTERVAL_S), "--reconcile-grace", str(GRACE_S),
@@ -86,6 +88,7 @@ def test_leaked_claims_are_freed_only_when_the_kubelet_agrees(cluster: LocalClus
     assert specs == sorted(f"k8s.dra.example.com-device_{uid}.json" for uid in (held, fresh))
 
 
+@pytest.mark.slow  # waits out the shortest grace, 30 s
 def test_report_mode_is_the_default_and_frees_nothing(cluster: LocalCluster) -> None:
     plugin = cluster.start_plugin(num_devices=1, extra=[
         "--reconcile-interval", str(INTERVAL_S), "--reconcile-grace", str(GRACE_S),

@@ -158,4 +158,5 @@ def deployed(plugin: PluginDeployment, greeting: str, *,
                 mounting_backend=mounting_backend)):
             yield hardware
     finally:
+        plugin.restore()  # not lazily: the plugin reads the tree removed next
         shutil.rmtree(base, ignore_errors=True)

@@ -32,6 +32,8 @@ from ..realnode import (
     wait,
 )
 
+pytestmark = pytest.mark.overlay("fake-inventory attachable")
+
 GPU = "gpu.dra.example.com"
 DEVICE = "gpu-attach-0"
 INVENTORY = f"""\

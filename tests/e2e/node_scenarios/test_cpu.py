@@ -32,6 +32,8 @@ from ..realnode import (
     unit_env,
 )
 
+pytestmark = pytest.mark.overlay("fake-cpu")
+
 GATE = "DRANodeAllocatableResources"
 CPU = "cpu.dra.example.com"
 CPUS_PER_DEVICE = 32  # driver/kinds/cpu.py SIMULATED_CPUS_PER_NUMA_NODE

@@ -18,6 +18,8 @@ from tests.deploy.test_examples_prepare import EXAMPLES, requirements, workload_
 from .. import realnode, releases
 from ..realnode import JSON, Kube, PluginDeployment, unit_env, wait
 
+pytestmark = pytest.mark.overlay("fake-inventory")
+
 NAMESPACE = "simdra-demo"  # deploy/examples/namespace.yaml
 IMAGES = {"busybox:1.36": realnode.BUSYBOX}  # the examples' images -> the node's copies
 INVENTORY_CONFIGMAP = realnode.REPO / "deploy/overlays/fake-inventory/inventory-configmap.yaml"
@@ -59,9 +61,6 @@ def _inventory_devices(node: str) -> set[tuple[str, str]]:
 
 @contextlib.contextmanager
 def _overlay(plugin: PluginDeployment, overlay: str) -> Iterator[None]:
-    if overlay == plugin.overlay:
-        yield
-        return
     with plugin.using(overlay):
         if overlay == "fake-inventory":
             plugin.wait_devices(_inventory_devices(plugin.node.name))

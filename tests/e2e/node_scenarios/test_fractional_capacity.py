@@ -27,6 +27,8 @@ from ..realnode import (
     wait,
 )
 
+pytestmark = pytest.mark.overlay("fake fractional")
+
 GPU = "gpu.dra.example.com"
 GPU_0 = 'device.attributes["dra.example.com"].index == 0'
 COMPUTE = {"value": GPU_FRACTION, "requestPolicy": GPU_FRACTION_POLICY}

@@ -29,6 +29,8 @@ from ..realnode import (
     wait,
 )
 
+pytestmark = pytest.mark.overlay("fake spanning")
+
 GPU = "gpu.dra.example.com"
 NIC = "nic.dra.example.com"
 NUMA_NODE = "resource.kubernetes.io/numaNode"

@@ -24,6 +24,8 @@ from ..realnode import (
     wait,
 )
 
+pytestmark = pytest.mark.overlay("fake-inventory")
+
 GPU = "gpu.dra.example.com"
 COUNTERS = "gpu-p0-counters"
 

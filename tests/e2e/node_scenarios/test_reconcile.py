@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+
+import pytest
 
 from .. import realnode
 from ..realnode import (
@@ -26,8 +27,9 @@ from ..realnode import (
     wait,
 )
 
+pytestmark = pytest.mark.overlay("fake reconciling")
+
 GPU = "gpu.dra.example.com"
-DAEMONSET = "daemonset/simdra-kubelet-plugin"
 # Checks every 2 s; a leak is acted on after 30 s (the shortest grace allowed), that is
 # after ceil(30 / 2) + 1 = 16 checks in a row, and freed only when the kubelet agrees.
 RECONCILE_ENV = {"RECONCILE_MODE": "free", "RECONCILE_INTERVAL": "2", "RECONCILE_GRACE": "30"}
@@ -38,30 +40,10 @@ KEPT = "simdra_reconcile_kept_claims_total"
 READS = "simdra_reconcile_claim_reads_total"
 
 
-@contextlib.contextmanager
-def _reconciling(plugin: PluginDeployment) -> Iterator[None]:
-    """The DaemonSet with RECONCILE_ENV (a rolling update), and its own values after."""
-    env = _daemonset_env(plugin)
-    old = {p["metadata"]["uid"] for p in plugin.pods()}
-    pairs = [f"{k}={v}" for k, v in RECONCILE_ENV.items()]
-    plugin.cp.kubectl("set", "env", "-n", realnode.PLUGIN_NAMESPACE, DAEMONSET, *pairs)
-    plugin.wait_rolled(old)
-    try:
-        yield
-    finally:
-        old = {p["metadata"]["uid"] for p in plugin.pods()}
-        back = [f"{k}={env[k]}" if k in env else f"{k}-" for k in RECONCILE_ENV]
-        plugin.cp.kubectl("set", "env", "-n", realnode.PLUGIN_NAMESPACE, DAEMONSET, *back)
-        plugin.wait_rolled(old)
-
-
-def _daemonset_env(plugin: PluginDeployment) -> dict[str, str]:
-    """The plugin container's plain env values in the DaemonSet now."""
-    found = json.loads(plugin.cp.kubectl(
-        "get", "-n", realnode.PLUGIN_NAMESPACE, DAEMONSET, "-o", "json").stdout)
-    [plugin_container] = [c for c in found["spec"]["template"]["spec"]["containers"]
-                          if c["name"] == "plugin"]
-    return {e["name"]: e["value"] for e in plugin_container.get("env") or [] if "value" in e}
+def _reconciling(plugin: PluginDeployment) -> contextlib.AbstractContextManager[None]:
+    """The DaemonSet with RECONCILE_ENV (a rolling update) for the block."""
+    env = [{"name": k, "value": v} for k, v in RECONCILE_ENV.items()]
+    return plugin.using("fake", pod_patch={"containers": [{"name": "plugin", "env": env}]})
 
 
 def _index_of(plugin: PluginDeployment, pool: str, device: str) -> int:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .. import realnode, releases
 from ..realnode import (
     DATA_DIR,
@@ -11,6 +13,8 @@ from ..realnode import (
     PluginDeployment,
     wait,
 )
+
+pytestmark = pytest.mark.overlay("fake-claim-status")
 
 
 def test_node_claim_status_overlay_fills_devices(kube: Kube, plugin: PluginDeployment) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from kubernetes.client.rest import ApiException
 
 from driver.claims.device_metadata import cdi_device_name
@@ -27,6 +28,8 @@ from ..realnode import (
     unit_env,
     wait,
 )
+
+pytestmark = pytest.mark.overlay("sysfs")
 
 GPU = "gpu.dra.example.com"
 # CEL sees no device names: the GPU with device nodes, by its standard PCI attribute.

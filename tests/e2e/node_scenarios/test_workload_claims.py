@@ -33,6 +33,8 @@ from ..realnode import (
 )
 from .test_reconcile import READS, _reconciling
 
+pytestmark = pytest.mark.overlay("fake reconciling")
+
 GPU = "gpu.dra.example.com"
 GROUP = "trainers"
 TEMPLATE = "gpu-per-group"
