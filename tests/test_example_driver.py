@@ -55,10 +55,6 @@ def _imported(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.slow
-# Its own test runs from the guide's command (tests/test_driver_author_guide.py).
-
-
 def test_the_example_is_ruff_clean_with_its_own_settings() -> None:
     # Its pyproject's [tool.ruff], the settings an author copies: ruff finds them from
     # its directory (and from the repository root, the nearest configuration wins).

@@ -45,7 +45,10 @@ PLUGINS_DIR = Path("/var/lib/kubelet/plugins")  # KUBELET_PLUGINS_DIRECTORY_PATH
 # The plugin's state: deploy/base mounts this one directory (hostPath) at the same path.
 DATA_DIR = f"{PLUGINS_DIR}/{DRIVER}"
 JSON = dict[str, Any]
-PRINT_ENV = "env | grep ^SIMDRA_ | sort; exec sleep 3600"
+# A container's idle tail that ends at the kubelet's SIGTERM: a shell or sleep as PID 1
+# ignores it, and each deletion would wait out the grace period (at least 2 s).
+HOLD = "trap 'exit 0' TERM; sleep 3600 & wait"
+PRINT_ENV = f"env | grep ^SIMDRA_ | sort; {HOLD}"
 BUSYBOX = "localhost/simdra-e2e/busybox:1"  # tests/e2e/images.sh, imported by the node
 
 

@@ -18,6 +18,7 @@ from .. import realnode
 from ..realnode import (
     DATA_DIR,
     DRIVER,
+    HOLD,
     JSON,
     NAMESPACE,
     Kube,
@@ -38,7 +39,7 @@ def checkers() -> Path:
 
 
 def _cat(path: str) -> str:
-    return f"cat {path}; exec sleep 3600"
+    return f"cat {path}; {HOLD}"
 
 
 def _judge(checkers: Path, stream: str, tmp_path: Path) -> JSON:

@@ -7,6 +7,7 @@ the same run, and a claim that takes a seat next to a GPU, are prepared as ever.
 from __future__ import annotations
 
 from ..realnode import (
+    HOLD,
     Kube,
     PluginDeployment,
     allocated,
@@ -41,7 +42,7 @@ def test_node_license_seat_runs_without_the_plugin(kube: Kube, plugin: PluginDep
     assert gpu_slices and not any(s["spec"].get("skipNodeOperations") for s in gpu_slices)
 
     kube.template("seat", LICENSE)
-    kube.pod("seat-pod", "seat", command="echo seated; sleep 3600")
+    kube.pod("seat-pod", "seat", command=f"echo seated; {HOLD}")
     kube.template("gpu-one", GPU)
     kube.pod("gpu-pod", "gpu-one")
     seat_claim = kube.claim_of(kube.wait_running("seat-pod"))

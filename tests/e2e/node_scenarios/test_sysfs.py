@@ -18,6 +18,7 @@ from ..inventories import sysfs_node
 from ..inventories.sysfs_node import NODES, SimulatedNode
 from ..realnode import (
     CDI_ROOT,
+    HOLD,
     NAMESPACE,
     Kube,
     PluginDeployment,
@@ -113,7 +114,7 @@ def _probe_pod(kube: Kube, name: str, hardware: SimulatedNode) -> tuple[dict, di
         + [f"echo \"MOUNT $(cat {sysfs_node.MOUNT_PATH}/greeting 2>&1)\"",
            f"if touch {sysfs_node.MOUNT_PATH}/probe 2>/dev/null; then echo WRITABLE yes; "
            "else echo WRITABLE no; fi",
-           f"env | grep ^SIMDRA_ | sort; echo {DONE}; exec sleep 3600"])
+           f"env | grep ^SIMDRA_ | sort; echo {DONE}; {HOLD}"])
     kube.template(f"{name}-gpu", GPU, selector=NODE_GPU)
     kube.pod(name, f"{name}-gpu", command=probe)
     claim = kube.claim_of(kube.wait_running(name))
