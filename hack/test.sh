@@ -15,7 +15,14 @@ mypy  # strict type check of driver/ (generated code excluded): [tool.mypy] in p
 # suite here with one line; the chart is never silently left unchecked.
 SIMDRA_HELM=$("$root/hack/build-helm.sh")
 export SIMDRA_HELM
+# Bytecode caches (__pycache__, ignored by git) whatever the environment says: the suite
+# starts hundreds of plugin processes, and with PYTHONDONTWRITEBYTECODE set (as CI images
+# often do) each one compiles simdra from source again, and each worker rewrites every
+# test module's asserts again.
+unset PYTHONDONTWRITEBYTECODE
 # Two workers per core (at most 8): most tests wait on a plugin child process or a socket,
 # so one worker per core leaves the CPUs idle half the time.
 workers=$(( $(nproc) * 2 > 8 ? 8 : $(nproc) * 2 ))
-exec python -m pytest -n "${SIMDRA_TEST_WORKERS:-$workers}" "$@"
+# worksteal: a worker that runs dry takes tests queued on another, so a queue that
+# happened to get the long tests does not finish alone long after the rest.
+exec python -m pytest -n "${SIMDRA_TEST_WORKERS:-$workers}" --dist worksteal "$@"
