@@ -5,6 +5,9 @@ any instant leaves either the old content or the new content, never a torn file:
 temp file in the same directory, fsync it, rename it over the target, fsync the directory.
 File names built from API data (claim UIDs) go through `safe_child` first, so a hostile
 value can never name a path outside the directory it is meant for.
+
+An own directory's mode is never changed through a link (`own_directory`); the other
+no-follow helpers are in `driver.core.nofollow`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from driver.core.nofollow import open_directory
 
 # Temp files start with a dot and end in ".tmp": CDI runtimes only load *.json/*.yaml,
 # and the directory scans of this project skip dot-files, so a temp file left by a crash
@@ -88,10 +93,16 @@ def make_directory(path: str | os.PathLike[str], mode: int) -> Path:
 
 def own_directory(path: str | os.PathLike[str], mode: int) -> Path:
     """A directory only this driver uses: created like `make_directory`, and its mode set
-    to `mode` even when it exists (e.g. made by an older version under another umask)."""
+    to `mode` even when it exists (e.g. made by an older version under another umask).
+    NotADirectoryError (one line) when `path` is a symlink or no directory: its mode is
+    never changed through a link."""
     target = make_directory(path, mode)
-    if os.stat(target).st_mode & 0o7777 != mode:
-        os.chmod(target, mode)
+    fd = open_directory(target)
+    try:
+        if os.fstat(fd).st_mode & 0o7777 != mode:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
     return target
 
 

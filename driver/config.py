@@ -26,6 +26,10 @@ class Config:
     sysfs_deny: tuple[str, ...] = ()
     num_devices: int = 8
     pod_uid: str | None = None
+    # The plugin's own pod: free-mode reconciliation frees only on a kubelet answer that
+    # lists it (driver.claims.kubelet_usage); None outside a pod: it never frees.
+    pod_namespace: str | None = None
+    pod_name: str | None = None
     healthcheck_port: int = -1
     metrics_port: int = -1
     rescan_interval: float = 10.0

@@ -219,6 +219,8 @@ class Plugin:
             policy=ReconcilePolicy(grace=cfg.reconcile_grace, interval=cfg.reconcile_interval),
             mode=cfg.reconcile_mode,
             kubelet=PodResourcesUsage(str(cfg.pod_resources_socket), cfg.driver_name),
+            own_pod=(cfg.pod_namespace, cfg.pod_name) if cfg.pod_namespace and cfg.pod_name
+            else None,
             reports=dataclasses.replace(reports, events=ApiClaimEvents(
                 self._api.get, cfg.driver_name, cfg.node_name)))
         reconciler.start()

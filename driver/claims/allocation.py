@@ -17,7 +17,7 @@ from driver.claims.device_metadata import POD_CLAIM_ANNOTATION
 from driver.claims.errors import ClaimError, claim_label
 from driver.claims.types import ClaimRef
 from driver.core.quantity import QuantityError, parse_quantity
-from driver.core.textlimits import clip
+from driver.core.textlimits import one_line
 from driver.core.validation.names import uuid_errors
 
 _RESULTS = "status.allocation.devices.results"
@@ -129,11 +129,11 @@ def _check_identity(expected: ClaimRef, namespace: str, name: str, uid: str) -> 
     where = claim_label(expected.namespace, expected.name, expected.uid)
     if (namespace, name) != (expected.namespace, expected.name):
         raise ClaimError(
-            f"{where}: the API server returned claim {clip(namespace)}/{clip(name)} instead"
+            f"{where}: the API server returned claim {one_line(namespace)}/{one_line(name)} instead"
         )
     if uid != expected.uid:
         raise ClaimError(
-            f"{where}: field metadata.uid: the API server has uid {clip(uid)}, "
+            f"{where}: field metadata.uid: the API server has uid {one_line(uid)}, "
             "so the claim got replaced (deleted and re-created); not preparing it"
         )
 
@@ -173,11 +173,12 @@ def _result(entry: dict[str, Any], path: str, where: str) -> AllocatedDevice:
     # of CDI device names and env var names.
     if share_id is not None and uuid_errors(share_id, "shareID"):
         raise ClaimError(
-            f"{where}: field {path}.shareID: {clip(repr(share_id))} is not a lowercase UUID"
+            f"{where}: field {path}.shareID: {one_line(repr(share_id))} is not a lowercase UUID"
         )
     admin = entry.get("adminAccess")
     if admin is not None and not isinstance(admin, bool):
-        raise ClaimError(f"{where}: field {path}.adminAccess: {clip(repr(admin))} is not a boolean")
+        raise ClaimError(
+            f"{where}: field {path}.adminAccess: {one_line(repr(admin))} is not a boolean")
     return AllocatedDevice(
         request=_string(entry, "request", where, f"{path}.request"),
         pool=_string(entry, "pool", where, f"{path}.pool"),
@@ -198,7 +199,7 @@ def _config(entry: Any, path: str, where: str) -> OpaqueConfig | None:
         raise ClaimError(f"{where}: field {path}.requests: entries must be strings")
     source = entry.get("source", "")
     if not isinstance(source, str):
-        raise ClaimError(f"{where}: field {path}.source: {clip(repr(source))} is not a string")
+        raise ClaimError(f"{where}: field {path}.source: {one_line(repr(source))} is not a string")
     return OpaqueConfig(
         source=source,
         requests=tuple(requests),
@@ -215,8 +216,8 @@ def _consumed(entry: dict[str, Any], where: str, path: str) -> dict[str, Fractio
     consumed = _quantities(entry, "consumedCapacity", where, path)
     for name, amount in consumed.items():
         if amount < 0:
-            value = clip(repr(entry["consumedCapacity"][name]))
-            raise ClaimError(f"{where}: field {path}[{clip(name)}]: {value} is negative")
+            value = one_line(repr(entry["consumedCapacity"][name]))
+            raise ClaimError(f"{where}: field {path}[{one_line(name)}]: {value} is negative")
     return consumed
 
 
@@ -227,7 +228,7 @@ def _quantities(entry: dict[str, Any], key: str, where: str, path: str) -> dict[
         try:
             parsed[name] = parse_quantity(value)
         except QuantityError as exc:
-            raise ClaimError(f"{where}: field {path}[{clip(name)}]: {clip(exc)}") from None
+            raise ClaimError(f"{where}: field {path}[{one_line(name)}]: {one_line(exc)}") from None
     return parsed
 
 
@@ -260,7 +261,7 @@ def _list(parent: dict[str, Any], key: str, where: str, path: str) -> list[Any]:
 def _string(parent: dict[str, Any], key: str, where: str, path: str) -> str:
     value = parent.get(key)
     if not isinstance(value, str) or not value:
-        shown = clip(repr(value))
+        shown = one_line(repr(value))
         problem = "missing" if value is None else f"expected a non-empty string, got {shown}"
         raise ClaimError(f"{where}: field {path}: {problem}")
     return value

@@ -59,7 +59,7 @@ def names_missing_claim(status: int, body: bytes, name: str) -> bool:
         return False
     try:
         decoded = json.loads(body or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than it parses
         return False
     details = decoded.get("details") if isinstance(decoded, dict) else None
     return (

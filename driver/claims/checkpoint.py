@@ -33,6 +33,7 @@ from driver.atomicfile import (
 from driver.claims.cdi import CdiError, cdi_kind, spec_file_name
 from driver.claims.plan import PreparedClaim
 from driver.claims.record_format import MAX_RECORD_BYTES, decode_record, encode_record
+from driver.core.nofollow import open_directory, read_regular
 from driver.core.textlimits import clip, one_line
 
 RECORD_SUFFIX = ".json"
@@ -102,11 +103,11 @@ class Checkpoint:
         """Move a claim's (corrupt) record aside to `<uid>.json.corrupt[.N]`, never
         overwriting an earlier one; returns the new path, None when there was no record."""
         source = self.path_for(claim_uid)
-        if not source.exists():
+        if not os.path.lexists(source):  # a link is moved aside itself, not followed
             return None
         target = source.with_name(source.name + CORRUPT_SUFFIX)
         n = 0
-        while target.exists():
+        while os.path.lexists(target):
             n += 1
             target = source.with_name(f"{source.name}{CORRUPT_SUFFIX}.{n}")
         rename_durable(source, target)
@@ -124,7 +125,7 @@ class Checkpoint:
         generation token (see `mark_changing`) and the directory's inode and
         timestamps (any file added, removed or renamed, by anyone, e.g. an operator)."""
         try:  # os.open, not open(): a file object costs three more system calls
-            fd = os.open(self._generation, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self._generation, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             token = b""
         else:
@@ -153,7 +154,9 @@ class Checkpoint:
         if file is None or os.fstat(file.fileno()).st_nlink == 0:
             if file is not None:
                 file.close()
-            fd = os.open(self._generation, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, RECORD_MODE)
+            # O_NOFOLLOW: never write the token through a link put in its place.
+            fd = os.open(self._generation, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         RECORD_MODE)
             file = self._generation_writer = os.fdopen(fd, "wb", buffering=0)
         return file
 
@@ -167,9 +170,11 @@ def records_directory(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / "claims"
 
 
-def trusted_for(driver_name: str) -> TrustCheck:
+def trusted_for(driver_name: str, metadata_root: str | None = None) -> TrustCheck:
     """The check that a record only names files of its own claim in this driver's CDI
-    directory: a record with a valid checksum can still have been written by hand."""
+    directory and, with `metadata_root` (the store's own), that its device metadata is
+    there and its spec mounts nothing else for it: a record with a valid checksum can
+    still have been written by hand."""
     kind = cdi_kind(driver_name)
 
     def check(claim: PreparedClaim) -> None:
@@ -185,8 +190,26 @@ def trusted_for(driver_name: str) -> TrustCheck:
         if claim.cdi_spec.get("kind") != kind:
             shown = clip(repr(claim.cdi_spec.get("kind")))
             raise ValueError(f"CDI spec kind {shown} is not {kind}")
+        if metadata_root is not None:
+            _check_metadata(claim, driver_name, metadata_root)
 
     return check
+
+
+def _check_metadata(claim: PreparedClaim, driver_name: str, root: str) -> None:
+    """The record's device metadata root is the store's, and the spec's metadata devices
+    are exactly the ones the plugin makes for it (none when the feature was off)."""
+    if claim.metadata_root is not None and claim.metadata_root != root:
+        raise ValueError(f"device metadata root {clip(repr(claim.metadata_root))} is not "
+                         f"this plugin's ({root}); not trusted")
+    marker = f"{claim.claim.uid}_metadata_"
+    devices = claim.cdi_spec.get("devices")
+    found = {d.get("name"): d.get("containerEdits") for d in devices
+             if isinstance(d, dict) and str(d.get("name", "")).startswith(marker)
+             } if isinstance(devices, list) else {}
+    if found != claim.metadata_devices(driver_name):
+        raise ValueError("CDI spec's device metadata mounts are not the ones the plugin "
+                         f"makes for this claim under {root}; not trusted")
 
 
 def read_records(
@@ -202,8 +225,13 @@ def read_records(
     """
     records: dict[str, PreparedClaim] = {}
     problems: list[CorruptRecord] = []
-    for path in sorted(directory.iterdir()):
-        name = path.name
+    fd = open_directory(directory)  # NotADirectoryError when it is a link
+    try:
+        names = os.listdir(fd)
+    finally:
+        os.close(fd)
+    for name in sorted(names):
+        path = directory / name
         if name.startswith(".") or not name.endswith(RECORD_SUFFIX):
             continue  # temp files of interrupted writes, quarantined records
         uid = name[: -len(RECORD_SUFFIX)]
@@ -226,6 +254,8 @@ def _reason(exc: Exception) -> str:
 
 def _read(path: Path, uid: str) -> PreparedClaim:
     check_safe_name(uid)
-    with open(path, "rb") as file:
-        data = file.read(MAX_RECORD_BYTES + 1)  # never more than the limit into memory
+    # Never more than the limit into memory; a link or a FIFO is refused, not followed.
+    data = read_regular(path, MAX_RECORD_BYTES)
+    if data is None:
+        raise FileNotFoundError(path)
     return decode_record(data, uid)

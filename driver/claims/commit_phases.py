@@ -18,6 +18,7 @@ or unlink can have taken effect before the step that failed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from driver import atomicfile
@@ -27,6 +28,7 @@ from driver.claims.metadata_files import remove_metadata, write_metadata
 from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import Item, Planned, Removal, in_item_context, label
 from driver.claims.prepared_store import PreparedStore
+from driver.core.textlimits import one_line
 
 FaultHook = Callable[[str], None]
 # Called for an item whose step raised; the batch goes on without it.
@@ -151,10 +153,13 @@ class CommitPhases:
         item.files.place_spec()
 
     def _write_metadata(self, item: Planned) -> None:
-        write_metadata(item.prepared, self._store.driver)
+        write_metadata(item.prepared, self._store.driver, self._store.metadata_root)
 
     def _remove_metadata(self, item: Removal) -> None:
-        remove_metadata(self._store.metadata_root, item.ref.uid)
+        links = remove_metadata(self._store.metadata_root, item.ref.uid)
+        if links:
+            log.warning("device metadata of %s held symlinks, removed themselves, not "
+                        "followed: %s", label(item.ref), one_line(", ".join(links)))
 
     def _remove_spec(self, item: Removal) -> None:
         recorded = item.recorded
@@ -173,6 +178,6 @@ class CommitPhases:
     def _remove_record(self, item: Removal) -> None:
         uid = item.ref.uid
         checkpoint = self._store.checkpoint
-        if uid in self._store.records or checkpoint.path_for(uid).exists():
+        if uid in self._store.records or os.path.lexists(checkpoint.path_for(uid)):
             checkpoint.mark_changing()
             item.record_removed = checkpoint.remove(uid, sync=False)

@@ -19,6 +19,13 @@ annotation). The file is the same DeviceMetadata once per API version, newest fi
 On the host the files live under `<data dir>/dra-device-metadata/<claim UID>/<request>/`
 (the helper keys them by namespace and name; the UID keeps a re-created claim of the same
 name apart from the one still being unprepared, and every part is a checked name).
+
+The spec mounts the request's directory, not the file (the Go helper, v0.37, mounts the
+file): a rewrite renames a new file into place, and a bind-mounted file would leave a
+running container on the old inode, where a mounted directory shows the new one. So the
+host file has the container's name, `<driver>-metadata.json`, and the container's path
+is unchanged. Claims prepared before (records without `"mount": "directory"`) keep their
+file mount and the host file `metadata.json` until unprepared.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ CLAIMS_DIR = "resourceclaims"
 TEMPLATES_DIR = "resourceclaimtemplates"
 FILE_SUFFIX = "-metadata.json"
 HOST_SUBDIR = "dra-device-metadata"
-HOST_FILE = "metadata.json"
+HOST_FILE = "metadata.json"  # a file-mount claim's (prepared before directory mounts)
 GROUP = "metadata.resource.k8s.io"
 VERSIONS = ("v1beta1", "v1alpha1")  # newest first, as the helper writes them
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -66,20 +73,35 @@ def base_request(request_ref: str) -> str:
     return request_ref.split("/", 1)[0]
 
 
+def container_dir(claim_name: str, pod_claim_name: str | None, request: str) -> str:
+    """The request's directory in the container (upstream's layout); ValueError when a
+    part is not one safe path component (the names are checked before)."""
+    parent, name = (TEMPLATES_DIR, pod_claim_name) if pod_claim_name else (CLAIMS_DIR, claim_name)
+    return str(CONTAINER_DIR.joinpath(parent, *(check_safe_name(p) for p in (name, request))))
+
+
+def file_name(driver: str) -> str:
+    """The file's name in the container, and on the host for directory mounts."""
+    return check_safe_name(f"{driver}{FILE_SUFFIX}")
+
+
 def container_path(driver: str, claim_name: str, pod_claim_name: str | None,
                    request: str) -> str:
-    """Where the container finds the file of `request` (upstream's layout); ValueError
-    when a part is not one safe path component (the names are checked before)."""
-    parent, name = (TEMPLATES_DIR, pod_claim_name) if pod_claim_name else (CLAIMS_DIR, claim_name)
-    parts = (name, request, f"{driver}{FILE_SUFFIX}")
-    return str(CONTAINER_DIR.joinpath(parent, *(check_safe_name(p) for p in parts)))
+    """Where the container finds the file of `request` (upstream's layout)."""
+    return f"{container_dir(claim_name, pod_claim_name, request)}/{file_name(driver)}"
 
 
-def host_path(root: str, claim_uid: str, request: str) -> str:
-    """Where the plugin writes the file of `request` (`root`: the data dir's
-    HOST_SUBDIR); the parts are a checked UID and a checked request name."""
-    return str(PurePosixPath(root).joinpath(check_safe_name(claim_uid), check_safe_name(request),
-                                            HOST_FILE))
+def host_dir(root: str, claim_uid: str, request: str) -> str:
+    """The request's directory on the host (`root`: the data dir's HOST_SUBDIR); the
+    parts are a checked UID and a checked request name."""
+    return str(PurePosixPath(root).joinpath(check_safe_name(claim_uid), check_safe_name(request)))
+
+
+def host_path(root: str, claim_uid: str, request: str, driver: str, *, dir_mount: bool) -> str:
+    """Where the plugin writes the file of `request`: named as in the container when
+    the spec mounts the directory, HOST_FILE for a claim that mounts the file."""
+    name = file_name(driver) if dir_mount else HOST_FILE
+    return f"{host_dir(root, claim_uid, request)}/{name}"
 
 
 def cdi_device_name(claim_uid: str, request: str) -> str:
@@ -88,24 +110,29 @@ def cdi_device_name(claim_uid: str, request: str) -> str:
 
 
 def mount_edits(host: str, container: str) -> dict[str, Any]:
-    """CDI container edits bind-mounting the file read-only, as the helper's spec does."""
+    """CDI container edits bind-mounting `host` read-only at `container`."""
     return {"mounts": [{"hostPath": host, "containerPath": container,
                         "options": ["ro", "bind"]}]}
 
 
 def metadata_mounts(
     requests: Iterable[RequestMetadata], root: str | None, driver: str, claim_name: str,
-    pod_claim_name: str | None, claim_uid: str,
+    pod_claim_name: str | None, claim_uid: str, *, dir_mount: bool = True,
 ) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Base request -> (CDI device name, edits) of the device that mounts its file, one
-    per request as the Go helper adds them; empty when the feature is off (no `root`)."""
+    """Base request -> (CDI device name, edits) of the device that mounts its directory
+    (`dir_mount=False`: its file, as claims prepared before did), one per request as the
+    Go helper adds them; empty when the feature is off (no `root`)."""
     if root is None:
         return {}
-    return {r.request: (cdi_device_name(claim_uid, r.request),
-                        mount_edits(host_path(root, claim_uid, r.request),
-                                    container_path(driver, claim_name, pod_claim_name,
-                                                   r.request)))
-            for r in requests}
+    if dir_mount:
+        where = [(r.request, host_dir(root, claim_uid, r.request),
+                  container_dir(claim_name, pod_claim_name, r.request)) for r in requests]
+    else:
+        where = [(r.request, host_path(root, claim_uid, r.request, driver, dir_mount=False),
+                  container_path(driver, claim_name, pod_claim_name, r.request))
+                 for r in requests]
+    return {request: (cdi_device_name(claim_uid, request), mount_edits(host, container))
+            for request, host, container in where}
 
 
 def encode_stream(claim: tuple[str, str, str], pod_claim_name: str | None,

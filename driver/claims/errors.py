@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driver.core.textlimits import clip
+from driver.core.textlimits import one_line
 
 
 class ClaimError(Exception):
@@ -15,5 +15,5 @@ class ClaimNotFound(ClaimError):
 
 def claim_label(namespace: str, name: str, uid: str) -> str:
     """How every message names a claim: `ns/name (uid U)`, each value clipped (they come
-    from the kubelet or the API server and may be anything)."""
-    return f"claim {clip(namespace)}/{clip(name)} (uid {clip(uid)})"
+    from the kubelet or the API server and may be anything) and on one line."""
+    return f"claim {one_line(namespace)}/{one_line(name)} (uid {one_line(uid)})"

@@ -130,10 +130,21 @@ class PreparedClaim:
     # and the pod's name for a claim made from a template.
     metadata_root: str | None = None
     pod_claim_name: str | None = None
+    # The spec mounts each request's directory (False: its file, in claims prepared
+    # before directory mounts; see driver.claims.device_metadata).
+    metadata_dir_mount: bool = True
 
     def spec_bytes(self) -> bytes:
         """The exact content of this claim's CDI spec file."""
         return encode_spec(self.cdi_spec)
+
+    def metadata_devices(self, driver_name: str) -> dict[str, Mapping[str, Any]]:
+        """CDI device name -> container edits of the devices that mount this claim's
+        device metadata, as the plugin makes them (empty when the feature is off)."""
+        mounts = metadata_mounts(self.metadata(driver_name), self.metadata_root, driver_name,
+                                 self.claim.name, self.pod_claim_name, self.claim.uid,
+                                 dir_mount=self.metadata_dir_mount)
+        return dict(mounts.values())
 
     def metadata(self, driver_name: str) -> tuple[RequestMetadata, ...]:
         """The device metadata of each request (empty when the feature is off)."""
@@ -196,7 +207,7 @@ def _with_spec(
     try:
         mounts = metadata_mounts(prepared.metadata(driver_name), prepared.metadata_root,
                                  driver_name, allocation.name, allocation.pod_claim_name,
-                                 allocation.uid)
+                                 allocation.uid, dir_mount=prepared.metadata_dir_mount)
         spec = render_spec(kind, [(unit.cdi_name, edits) for unit, edits in planned]
                            + [(name, edits) for name, edits in mounts.values()])
         file_name = spec_file_name(driver_name, allocation.uid)

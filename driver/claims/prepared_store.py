@@ -12,7 +12,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from driver.atomicfile import TEMP_SUFFIX, make_directory, remove_durable, safe_child, write_atomic
+from driver.atomicfile import (
+    TEMP_SUFFIX,
+    make_directory,
+    remove_durable,
+    safe_child,
+    write_atomic,
+)
 from driver.claims.cdi import (
     CDI_DIR_MODE,
     CDI_SPEC_MODE,
@@ -31,8 +37,10 @@ from driver.claims.prepare_items import PREPARER_LOG as log
 from driver.claims.prepare_items import label
 from driver.claims.prepare_planner import InventoryProvider
 from driver.claims.reconcile_plan import RecordedClaim
-from driver.claims.reserved import Reservation, reservation
+from driver.claims.reserved import MAX_SPEC_BYTES, Reservation, reservation
 from driver.claims.types import ClaimRef
+from driver.core.nofollow import read_regular
+from driver.core.textlimits import one_line
 
 
 class PreparedStore:
@@ -54,9 +62,11 @@ class PreparedStore:
         self._inventory = inventory
         self.cdi_root = make_directory(cdi_root, CDI_DIR_MODE)
         self._spec_prefix = spec_file_prefix(driver_name)  # validates the driver name
-        self.checkpoint = Checkpoint(data_dir, trust=trusted_for(driver_name))
-        # Absolute: CDI specs mount the device metadata files from here.
+        # Absolute: CDI specs mount the device metadata files from here. Always this
+        # one: a record naming another root is not trusted (`trusted_for`).
         self.metadata_root = Path(data_dir).resolve() / HOST_SUBDIR
+        self.checkpoint = Checkpoint(
+            data_dir, trust=trusted_for(driver_name, str(self.metadata_root)))
         self.records: dict[str, PreparedClaim] = {}
         self.corrupt: dict[str, CorruptRecord] = {}
         self.reservations: dict[str, Reservation] = {}
@@ -146,7 +156,7 @@ class PreparedStore:
         """When the claim's record was written or a prepare last answered from it (wall
         clock seconds); None when it has no record (any more)."""
         try:
-            written = self.checkpoint.path_for(claim_uid).stat().st_mtime
+            written = self.checkpoint.path_for(claim_uid).lstat().st_mtime
         except (OSError, ValueError):
             return None
         return max(written, self.answered.get(claim_uid, written))
@@ -174,22 +184,41 @@ class PreparedStore:
     def ensure_spec(self, claim: PreparedClaim) -> None:
         """Make the claim's CDI file hold the recorded content, its device metadata
         files first (what the spec mounts); each untouched when it holds it already."""
-        write_metadata(claim, self.driver)
+        write_metadata(claim, self.driver, self.metadata_root)
         path = safe_child(self.cdi_root, claim.cdi_file)
         wanted = claim.spec_bytes()
         try:
-            if path.read_bytes() == wanted:
+            if read_regular(path, MAX_SPEC_BYTES) == wanted:
                 return
-        except FileNotFoundError:
-            pass
+        except OSError:
+            pass  # a link or no regular file: the rename replaces it, never followed
         log.info("restoring CDI spec %s of %s", path, label(claim.claim))
         write_atomic(path, wanted, CDI_SPEC_MODE)
 
     def _remove_orphan_metadata(self) -> None:
-        for uid in metadata_claims(self.metadata_root):
-            if uid not in self.records and uid not in self.corrupt:
-                log.warning("removing orphan device metadata of claim uid %s (no record)", uid)
-                remove_metadata(self.metadata_root, uid)
+        """Remove the metadata of claims without a record; a link is never followed (a
+        linked root is left alone, a link inside is unlinked), and a failure costs that
+        claim's directory one WARNING line, never the start."""
+        root = self.metadata_root
+        try:
+            uids = metadata_claims(root)
+        except OSError as err:
+            log.warning("device metadata directory not swept: %s; replace it with a "
+                        "directory of the plugin's own", one_line(err))
+            return
+        for uid in uids:
+            if uid in self.records or uid in self.corrupt:
+                continue
+            log.warning("removing orphan device metadata of claim uid %s (no record)", uid)
+            try:
+                links = remove_metadata(root, uid)
+            except OSError as err:
+                log.warning("cannot remove orphan device metadata of claim uid %s: %s",
+                            uid, one_line(err))
+                continue
+            if links:
+                log.warning("device metadata of claim uid %s held symlinks, removed "
+                            "themselves, not followed: %s", uid, one_line(", ".join(links)))
 
     def _remove_orphan_specs(self) -> None:
         for path in sorted(self.cdi_root.iterdir()):

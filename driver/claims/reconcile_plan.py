@@ -27,11 +27,15 @@ retries failures every 60 s), so a leak is acted on only once it has lasted:
 
 A claim is gone only on the API server's word: a NotFound Status naming that claim
 (`driver.claims.api_source`); any other answer is no evidence. And a plan never frees
-many records at once: when more than `BRAKE_ALWAYS` records look leaked in one check,
+many records at once: when more than `BRAKE_ALWAYS` records are in doubt in one check,
 and more than `BRAKE_COUNT` or more than `BRAKE_SHARE` of all records, it frees none
 (`braked`): that is what a wrong cluster, an empty etcd or a bad controller looks like,
-not what leaks do. What the plan says is due is still only a candidate: the reconciler
-asks the kubelet before it frees anything (`driver.claims.reconciler`).
+not what leaks do. In doubt are the records that look leaked and those whose read was
+due but got no answer (their read is still due): a failed read is no evidence that a
+claim is in use, so a wrong cluster that answers some reads with 404 and the rest with
+errors cannot slip under the brake one failed read at a time. What the plan says is due
+is still only a candidate: the reconciler asks the kubelet before it frees anything
+(`driver.claims.reconciler`).
 
 Reads are spread out (`due_reads`), since every record costs the API server a GET: a
 suspect is read on every check; a record is first read one `interval` after it was
@@ -147,7 +151,13 @@ class ReconcilePlan:
     reclaim: tuple[Reclaim, ...]
     suspects: Mapping[str, Suspect]
     in_use: Mapping[str, InUse]
-    braked: bool = False  # too many records looked leaked at once: none is due
+    braked: bool = False  # too many records in doubt at once: none is due
+    unread: int = 0  # records whose read was due in this check but got no answer
+
+    @property
+    def doubtful(self) -> int:
+        """The records the brake counted: suspects, and reads still due."""
+        return len(self.suspects) + self.unread
 
 
 def due_reads(
@@ -190,11 +200,13 @@ def plan_reconcile(
     node: str,
     policy: ReconcilePolicy,
     in_use: Mapping[str, InUse] | None = None,
+    due: Iterable[str] = (),
 ) -> ReconcilePlan:
     """Decide one check. `seen`: claim UID -> the claim its record names as read in this
     check (None: the API server said it is gone); a UID missing from it was not due or
     could not be read. `suspects`, `in_use`: the previous check's plan's. `now`: when
-    this check began (before its reads), on the monotonic clock."""
+    this check began (before its reads), on the monotonic clock. `due`: the records this
+    check was to read (`due_reads`); those missing from `seen` count toward the brake."""
     reclaim: list[Reclaim] = []
     kept: dict[str, Suspect] = {}
     quiet: dict[str, InUse] = {}
@@ -214,14 +226,16 @@ def plan_reconcile(
         kept[uid] = suspect
         if _due(suspect, now, policy):
             reclaim.append(Reclaim(record.ref, reason, suspect.touched_at))
-    braked = brakes(len(kept), len(records))
-    return ReconcilePlan(() if braked else tuple(reclaim), kept, quiet, braked)
+    unread = sum(1 for uid in set(due) if uid in records and uid not in seen)
+    braked = brakes(len(kept) + unread, len(records))
+    return ReconcilePlan(() if braked else tuple(reclaim), kept, quiet, braked, unread)
 
 
-def brakes(leaked: int, records: int) -> bool:
-    """True when `leaked` of `records` looking leaked in one check is too many to act on
-    (see the module docstring)."""
-    return leaked > BRAKE_ALWAYS and (leaked > BRAKE_COUNT or leaked > BRAKE_SHARE * records)
+def brakes(doubtful: int, records: int) -> bool:
+    """True when `doubtful` of `records` in doubt in one check (looking leaked, or their
+    read still due) is too many to act on (see the module docstring)."""
+    return doubtful > BRAKE_ALWAYS and (
+        doubtful > BRAKE_COUNT or doubtful > BRAKE_SHARE * records)
 
 
 def _suspect(before: Suspect | None, reason: str, record: RecordedClaim, now: float) -> Suspect:

@@ -15,10 +15,11 @@ the mode:
             that a container still uses is two workloads on one GPU; a kept one is a
             device idle until someone looks, which the report says.
     free    unprepares it (`Preparer.reclaim`, the path NodeUnprepareResources takes)
-            only when the kubelet's PodResources API says no pod on the node uses the
-            claim or any of its devices; when the kubelet cannot be asked, or lists no
-            DRA resources at all while the API shows claims in use (its
-            KubeletPodResourcesDynamicResources gate off), nothing is freed.
+            only on the kubelet's positive knowledge: its PodResources answer lists
+            this plugin's own pod (it has synced, and it is this node's kubelet), lists
+            DRA resources for some container (its gate is on, its claim cache filled),
+            and lists none of the record's devices (`KubeletUsage`). When the kubelet
+            cannot be asked, or its answer falls short, nothing is freed.
 
 A record kept is reported once per claim and cause, not on every check.
 """
@@ -33,10 +34,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from driver.claims.errors import ClaimNotFound, claim_label
-from driver.claims.kubelet_usage import KubeletUnavailable, KubeletUsageSource
+from driver.claims.kubelet_usage import KubeletUnavailable, KubeletUsageSource, PodKey
 from driver.claims.reconcile_plan import (
     FAILED,
     FOUND,
+    FREE,
     GONE,
     MODES,
     REPORT,
@@ -105,8 +107,10 @@ class ClaimReconciler:
     seconds on a thread until `stop()`.
 
     `mode`: REPORT or FREE (see the module docstring); `kubelet`: the kubelet's answer
-    to which claims its pods use (FREE mode frees nothing without it). `clock` is the
-    wall clock the records' touch stamps are in, `monotonic` the one grace is timed on.
+    to which devices its pods use, and `own_pod` this plugin's pod (namespace, name),
+    which that answer must list (FREE mode frees nothing without either). `clock` is
+    the wall clock the records' touch stamps are in, `monotonic` the one grace is timed
+    on.
     """
 
     def __init__(
@@ -119,6 +123,7 @@ class ClaimReconciler:
         policy: ReconcilePolicy,
         mode: str = REPORT,
         kubelet: KubeletUsageSource | None = None,
+        own_pod: PodKey | None = None,
         reports: ReconcileReports | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -132,6 +137,7 @@ class ClaimReconciler:
         self._policy = policy
         self._mode = mode
         self._kubelet = kubelet
+        self._own_pod = own_pod
         self._reports = reports or ReconcileReports()
         self._clock = clock
         self._monotonic = monotonic
@@ -150,7 +156,8 @@ class ClaimReconciler:
         due = due_reads(records, self._suspects, self._in_use, now, self._policy, wall)
         seen = self._read({uid: records[uid] for uid in due})
         plan = plan_reconcile(records, seen, self._suspects, now, driver=self._driver,
-                              node=self._node, policy=self._policy, in_use=self._in_use)
+                              node=self._node, policy=self._policy, in_use=self._in_use,
+                              due=due)
         self._suspects, self._in_use = plan.suspects, plan.in_use
         self._reported = {u: w for u, w in self._reported.items() if u in plan.suspects}
         self._report_brake(plan, len(records))
@@ -161,12 +168,13 @@ class ClaimReconciler:
 
     def _report_brake(self, plan: ReconcilePlan, records: int) -> None:
         if plan.braked and not self._braked:
-            log.warning("reconcile: %d of %d prepared claims look leaked at once; freeing "
-                        "none of them (that many at once is a wrong cluster or a broken "
-                        "controller more likely than leaks): check the node's pods and "
-                        "claims by hand", len(plan.suspects), records)
+            log.warning("reconcile: %d of %d prepared claims are in doubt at once (%d look "
+                        "leaked, %d could not be read); freeing none of them (that many at "
+                        "once is a wrong cluster or a broken controller more likely than "
+                        "leaks): check the node's pods and claims by hand",
+                        plan.doubtful, records, len(plan.suspects), plan.unread)
         if plan.braked and self._reports.braked is not None:
-            self._reports.braked(len(plan.suspects))
+            self._reports.braked(plan.doubtful)
         self._braked = plan.braked
 
     def _kubelet_agrees(
@@ -186,16 +194,13 @@ class ClaimReconciler:
             usage = self._kubelet.usage()
         except KubeletUnavailable as err:
             return self._keep_all(plan.reclaim, KUBELET_UNKNOWN, str(err), seen)
-        if not usage.lists_dra and plan.in_use:
-            return self._keep_all(
-                plan.reclaim, KUBELET_UNKNOWN,
-                f"the kubelet lists no DRA resources while {len(plan.in_use)} prepared "
-                "claims are in use (its KubeletPodResourcesDynamicResources gate off?)", seen)
+        if (unknown := usage.unknown(self._own_pod)) is not None:
+            return self._keep_all(plan.reclaim, KUBELET_UNKNOWN, unknown, seen)
         free = []
         for item in plan.reclaim:
             if usage.uses(records[item.ref.uid]):
-                self._keep(item, IN_USE, "a pod on this node still uses it (kubelet "
-                           "PodResources)", seen.get(item.ref.uid))
+                self._keep(item, IN_USE, "a pod on this node still uses its devices "
+                           "(kubelet PodResources)", seen.get(item.ref.uid))
             else:
                 free.append(item)
         return free
@@ -259,8 +264,21 @@ class ClaimReconciler:
 
     def start(self) -> None:
         """Check now and then every `policy.interval` seconds, on a daemon thread."""
+        if self._mode == FREE:  # what free mode will need, or that it frees nothing
+            level = logging.WARNING if self._own_pod is None else logging.INFO
+            log.log(level, "reconcile: %s", self._free_mode_line())
         self._thread = threading.Thread(target=self._run, name="claim-reconciler", daemon=True)
         self._thread.start()
+
+    def _free_mode_line(self) -> str:
+        if self._own_pod is None:
+            return ("free mode frees nothing here: this plugin's pod is not known "
+                    "(--pod-namespace and --pod-name, from the downward API in a pod), so "
+                    "a leaked claim is kept and reported (kubelet_unknown)")
+        namespace, name = self._own_pod
+        return (f"free mode: a leaked claim is freed only when the kubelet's PodResources "
+                f"answer lists this plugin's pod {namespace}/{name}, lists DRA resources, "
+                "and lists none of the claim's devices")
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread (a check in progress finishes its current step first)."""

@@ -18,6 +18,10 @@ from typing import Any
 from driver.claims.plan import PreparedClaim, PreparedUnit
 from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
 
+# deviceMetadata.mount: the spec mounts each request's directory (records without it
+# mount the file).
+DIRECTORY_MOUNT = "directory"
+
 
 class RecordError(ValueError):
     """A record payload that does not describe a prepared claim."""
@@ -37,7 +41,8 @@ def to_payload(claim: PreparedClaim) -> dict[str, Any]:
         "result": {"devices": [_device_to_json(d) for d in claim.result.devices]},
         # format 3 on; null: device metadata was off when the claim was prepared
         "deviceMetadata": None if claim.metadata_root is None else {
-            "root": claim.metadata_root, "podClaimName": claim.pod_claim_name},
+            "root": claim.metadata_root, "podClaimName": claim.pod_claim_name,
+            **({"mount": DIRECTORY_MOUNT} if claim.metadata_dir_mount else {})},
     }
 
 
@@ -59,12 +64,16 @@ def from_payload(payload: Any) -> PreparedClaim:
         raise RecordError(f"malformed payload: {type(exc).__name__}: {exc}") from None
 
 
-def _metadata_from_json(raw: Any) -> dict[str, str | None]:
+def _metadata_from_json(raw: Any) -> dict[str, Any]:
     if raw is None:
         return {}
     pod_claim = raw["podClaimName"]
+    mount = raw.get("mount")  # absent: prepared before directory mounts
+    if mount not in (None, DIRECTORY_MOUNT):
+        raise ValueError(f"deviceMetadata.mount {mount!r} is not {DIRECTORY_MOUNT!r}")
     return {"metadata_root": _str(raw["root"]),
-            "pod_claim_name": None if pod_claim is None else _str(pod_claim)}
+            "pod_claim_name": None if pod_claim is None else _str(pod_claim),
+            "metadata_dir_mount": mount == DIRECTORY_MOUNT}
 
 
 def _unit_to_json(unit: PreparedUnit) -> dict[str, Any]:

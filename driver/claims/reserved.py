@@ -23,6 +23,7 @@ from typing import Any
 from driver.atomicfile import safe_child
 from driver.claims.cdi import spec_file_name
 from driver.claims.env import ENV_PREFIX, ID_LENGTH
+from driver.core.nofollow import read_regular
 from driver.core.textlimits import load_json, one_line
 from driver.core.validation.names import dns_label_errors, pool_name_errors
 
@@ -62,8 +63,9 @@ def reservation(
     except ValueError as exc:
         return Reservation(claim_uid, (), f"no CDI spec file name: {one_line(exc)}")
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_SPEC_BYTES + 1)
+        data = read_regular(path, MAX_SPEC_BYTES)  # a link is refused, never followed
+        if data is None:
+            raise FileNotFoundError(path)
         spec = load_json(data, max_bytes=MAX_SPEC_BYTES, max_depth=MAX_SPEC_DEPTH)
         devices = spec_devices(spec)
     except FileNotFoundError:

@@ -56,6 +56,12 @@ _RUN_FLAGS: list[tuple[str, str, str | None, str]] = [
      "sysfs backend: also publish the node's CPUs, one device per NUMA node whose claimed "
      "CPUs count against the node's allocatable cpu (gate DRANodeAllocatableResources)"),
     ("--pod-uid", "POD_UID", None, "pod UID; when set, socket names allow rolling updates"),
+    ("--pod-namespace", "POD_NAMESPACE", None,
+     "namespace of the plugin's own pod (downward API); with --pod-name, what the "
+     "kubelet's PodResources answer must list before --reconcile-mode=free frees a claim"),
+    ("--pod-name", "POD_NAME", None,
+     "name of the plugin's own pod (downward API); unset: --reconcile-mode=free frees "
+     "nothing"),
     ("--healthcheck-port", "HEALTHCHECK_PORT", "-1", "gRPC health port (-1: off)"),
     ("--metrics-port", "METRICS_PORT", "-1", "Prometheus metrics port (-1: off)"),
     ("--rescan-interval", "RESCAN_INTERVAL", "10",
@@ -99,12 +105,11 @@ def add_parser(commands: SubParsers) -> None:
 
 def config_from_args(args: argparse.Namespace) -> Config:
     """Validate `run` flags into a Config; raises UsageError naming the flag."""
-    if not args.node_name:
-        raise UsageError("--node-name (env NODE_NAME) is required")
     driver = driver_name(args.driver_name, "--driver-name")
     backend, kinds = _backend(args.device_backend, kind_specs(args.kind))
+    pod_namespace, pod_name = _pod_identity(args)
     return Config(
-        node_name=args.node_name,
+        node_name=_required(args.node_name, "--node-name (env NODE_NAME)"),
         driver_name=driver,
         kubeconfig=args.kubeconfig or None,
         registrar_dir=Path(args.kubelet_registrar_directory_path),
@@ -121,6 +126,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         sysfs_cpus=boolean(args.sysfs_cpus, "--sysfs-cpus"),
         num_devices=integer(args.num_devices, "--num-devices", 0, 100_000),
         pod_uid=args.pod_uid or None,
+        pod_namespace=pod_namespace,
+        pod_name=pod_name,
         healthcheck_port=integer(args.healthcheck_port, "--healthcheck-port", -1, 65535),
         metrics_port=integer(args.metrics_port, "--metrics-port", -1, 65535),
         rescan_interval=number(args.rescan_interval, "--rescan-interval", 0.5, 86400),
@@ -136,6 +143,22 @@ def config_from_args(args: argparse.Namespace) -> Config:
                           "must be text or json"),
         verbosity=integer(args.verbosity, "--verbosity", 0, 10),
     )
+
+
+def _required(value: str | None, flag: str) -> str:
+    """A flag that has no default: its value, or UsageError naming it."""
+    if not value:
+        raise UsageError(f"{flag} is required")
+    return value
+
+
+def _pod_identity(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """--pod-namespace and --pod-name: both, or neither (a half identity matches no pod)."""
+    namespace, name = args.pod_namespace or None, args.pod_name or None
+    if (namespace is None) != (name is None):
+        raise UsageError("--pod-namespace (env POD_NAMESPACE) and --pod-name (env POD_NAME) "
+                         "go together: set both, or neither")
+    return namespace, name
 
 
 def _interval(value: str, flag: str) -> float:

@@ -265,7 +265,9 @@ def handle(args: argparse.Namespace) -> int:
         print(f"simdra usage: {data_dir}: no such plugin data directory", file=sys.stderr)
         return 1
     try:
-        records, problems = read_records(directory) if directory.is_dir() else ({}, [])
+        # lexists: a link there is refused by read_records, never followed
+        records, problems = (read_records(directory) if os.path.lexists(directory)
+                             else ({}, []))
     except OSError as exc:
         print(f"simdra usage: cannot read {directory}: {exc}", file=sys.stderr)
         return 1

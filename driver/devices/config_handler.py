@@ -16,6 +16,9 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from driver.core.quantity import QuantityError, format_quantity, parse_quantity
+from driver.core.textlimits import one_line
+
+SHOWN_CHARS = 100  # of a field name or value from the parameters, in a problem
 
 
 class ConfigError(ValueError):
@@ -179,16 +182,17 @@ class FieldReader:
     def finish(self) -> None:
         """Report every field that was not read as unknown."""
         for name in sorted(set(self.raw) - self._known):
-            self.problems.append(f"{self.path}.{name}: unknown field")
+            self.problems.append(f"{self.path}.{one_line(name, SHOWN_CHARS)}: unknown field")
 
     def _wrong(self, path: str, value: Any, expected: str) -> None:
         self.problems.append(f"{path}: {show(value)} is not {expected}")
 
 
 def show(value: Any) -> str:
-    """A JSON value as messages name it."""
+    """A JSON value as messages name it: on one line, at most SHOWN_CHARS characters
+    of it (the parameters are anyone's)."""
     if value is None:
         return "null"
     if isinstance(value, dict | list):
         return type(value).__name__
-    return repr(value)
+    return one_line(repr(value), SHOWN_CHARS)

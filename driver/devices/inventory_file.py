@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from driver.core.textlimits import clip, escape_controls
 from driver.core.validation import (
     invalid,
     pool_name_errors,
@@ -31,6 +32,14 @@ from driver.core.validation import (
 )
 from driver.core.validation.slice_options import skip_node_operations_errors
 from driver.devices.model import Device, Inventory, Pool
+
+# A file may hold anything (it is often a ConfigMap): one problem is shown in at most
+# this many characters, and a document nested deeper or holding more values than these
+# (YAML aliases can repeat a value without end, or make it hold itself) is refused
+# before any rule walks it.
+PROBLEM_CHARS = 1000
+MAX_DEPTH = 64
+MAX_VALUES = 1_000_000
 
 
 class InventoryFileError(ValueError):
@@ -45,8 +54,11 @@ def load_inventory_file(path: str | Path, node_name: str = "",
     path = Path(path)
     try:
         document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise InventoryFileError(f"inventory file {path}: cannot read: {err}") from err
+    # ValueError: not UTF-8, or an integer of more digits than Python converts;
+    # RecursionError: nested deeper than YAML's (recursive) parser goes.
+    except (OSError, ValueError, RecursionError, yaml.YAMLError) as err:
+        raise InventoryFileError(f"inventory file {path}: cannot read: {_line(err)}") from None
+    _check_size(document, str(path))
     return parse_inventory(document, source=str(path), node_name=node_name,
                            driver_name=driver_name)
 
@@ -64,9 +76,32 @@ def parse_inventory(document: Any, source: str = "<inventory>", node_name: str =
     problems += [f"pools: duplicate pool name {n!r}" for n in sorted(set(names))
                  if names.count(n) > 1]
     if problems:
-        listing = "\n  ".join(problems)
+        listing = "\n  ".join(map(_line, problems))
         raise InventoryFileError(f"inventory file {source} is invalid:\n  {listing}")
     return Inventory(pools=tuple(pools))
+
+
+def _line(problem: object) -> str:
+    """A problem as one line of at most PROBLEM_CHARS characters (plus the marker)."""
+    return clip(escape_controls(str(problem)), PROBLEM_CHARS)
+
+
+def _check_size(document: Any, source: str) -> None:
+    """InventoryFileError when `document` nests deeper than MAX_DEPTH or holds more than
+    MAX_VALUES values, aliases counted each time they are used (without recursion)."""
+    stack = [(document, 0)]
+    count = 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH or count > MAX_VALUES:
+            raise InventoryFileError(
+                f"inventory file {source}: nested more than {MAX_DEPTH} levels deep or more "
+                f"than {MAX_VALUES} values (YAML aliases counted each time they are used)")
+        if isinstance(value, dict):
+            stack.extend((child, depth + 1) for child in value.values())
+        elif isinstance(value, list):
+            stack.extend((child, depth + 1) for child in value)
 
 
 def _parse_pool(entry: Any, path: str, problems: list[str], node_name: str,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from driver.fleet import retry
 from driver.fleet.churn import ChurnEvent, churn_events
+from driver.fleet.nodes import NotOurs
 
 if TYPE_CHECKING:
     from driver.fleet.run import Fleet
@@ -49,14 +50,22 @@ class ChurnLoop:
                 log.exception("fleet: churn event failed: %s", event.line())
 
     def play(self, event: ChurnEvent) -> None:
-        """Apply one event to the fleet."""
+        """Apply one event to the fleet. A node whose name a Node not the fleet's took
+        is played no more: one error line, and later events skip it."""
         fleet = self._fleet
+        if not fleet.state.plays(event.node):
+            return
         log.info("fleet: %s", event.line())
         fleet.metrics.churn.labels(kind=event.kind).inc()
         inventory = fleet.state.apply(event)
-        if event.action == "leave":
-            fleet.leave(event.node)
-        elif event.action == "join":
-            fleet.join(event.node)
-        elif inventory is not None:
-            fleet.publishers.publish(event.node, inventory)
+        try:
+            if event.action == "leave":
+                fleet.leave(event.node)
+            elif event.action == "join":
+                fleet.join(event.node)
+            elif inventory is not None:
+                fleet.publishers.publish(event.node, inventory)
+        except NotOurs as err:
+            fleet.state.forget(event.node)
+            fleet.publishers.remove(event.node)
+            log.error("fleet: churn %s %s refused: %s", event.action, event.node, err)

@@ -1,6 +1,11 @@
 """The fleet's Node objects: what one looks like (pure) and creating, adopting and
 removing them (side effects).
 
+The fleet touches only Nodes that carry its label with its prefix: a Node of the same
+name without it (a real node, another fleet's) is someone else's, and any write to it is
+refused with NotOurs. The fleet's admission policy (deploy/fleet) holds the API server
+to the same rule.
+
 A fleet node is labelled `simdra.dev/fleet=<prefix>` (how the fleet finds its own after
 a restart), annotated `kwok.x-k8s.io/node: fake` (so a kwok controller started with
 `--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake` keeps it Ready and
@@ -28,6 +33,25 @@ KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 FLEET_TAINT = {"key": FLEET_LABEL, "value": "true", "effect": "NoSchedule"}
 # What a node offers besides its devices (a mid-size server).
 NODE_RESOURCES = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
+
+
+class NotOurs(Exception):
+    """A Node the fleet would write carries no label `simdra.dev/fleet=<its prefix>`."""
+
+    def __init__(self, node: JSON, prefix: str) -> None:
+        meta = node.get("metadata") or {}
+        label = (meta.get("labels") or {}).get(FLEET_LABEL)
+        has = (f"no label {FLEET_LABEL}" if label is None
+               else f"{FLEET_LABEL}={str(label)[:63]!r}")
+        super().__init__(f"node {meta.get('name')} exists and is not this fleet's (it has "
+                         f"{has}, not {FLEET_LABEL}={prefix!r}): left alone; pick a "
+                         "--node-prefix that no real node's name starts with")
+
+
+def is_ours(node: JSON, prefix: str) -> bool:
+    """Whether `node` carries the label of the fleet with `prefix` (pure)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(FLEET_LABEL) == prefix)
 
 
 @dataclass(frozen=True)
@@ -81,16 +105,20 @@ class NodeApi:
         return list(answer.get("items") or [])
 
     def ensure(self, body: JSON) -> str:
-        """Create the node unless it exists; its UID either way (an existing node is
-        adopted as it is: a restarted fleet writes nothing for it)."""
-        name = body["metadata"]["name"]
+        """Create the node unless it exists; its UID either way (an existing node of
+        this fleet is adopted as it is: a restarted fleet writes nothing for it).
+        NotOurs when a node of that name exists without the fleet's label."""
+        name, prefix = body["metadata"]["name"], body["metadata"]["labels"][FLEET_LABEL]
         try:
             created = self._call(f"create node {name}", "POST", NODES, body=body)
             return self._set_status(created, body["status"])
         except ApiStatusError as exc:
             if exc.status != 409:
                 raise
-        return str(self._get(name)["metadata"]["uid"])
+        existing = self._get(name)
+        if not is_ours(existing, prefix):
+            raise NotOurs(existing, prefix)
+        return str(existing["metadata"]["uid"])
 
     def _set_status(self, created: JSON, status: Mapping[str, Any]) -> str:
         """Nodes created with a status keep it on a real API server; where the server
@@ -107,10 +135,30 @@ class NodeApi:
         node: JSON = self._call(f"get node {name}", "GET", f"{NODES}/{quote(name)}")
         return node
 
-    def delete(self, name: str) -> None:
-        """Delete the node (gone already is fine)."""
+    def owned_uid(self, name: str, prefix: str) -> str | None:
+        """The UID of node `name` if it is this fleet's, None if it is gone; NotOurs
+        when it exists without the fleet's label."""
         try:
-            self._call(f"delete node {name}", "DELETE", f"{NODES}/{quote(name)}")
+            node = self._get(name)
         except ApiStatusError as exc:
             if exc.status != 404:
                 raise
+            return None
+        if not is_ours(node, prefix):
+            raise NotOurs(node, prefix)
+        return str(node["metadata"]["uid"])
+
+    def delete(self, name: str, uid: str) -> bool:
+        """Delete the node if it is still the object `uid` (gone already is fine); False
+        when another object replaced it after the caller checked it (left alone)."""
+        options = {"apiVersion": "v1", "kind": "DeleteOptions",
+                   "preconditions": {"uid": uid}}
+        try:
+            self._call(f"delete node {name}", "DELETE", f"{NODES}/{quote(name)}",
+                       body=options)
+        except ApiStatusError as exc:
+            if exc.status == 409:  # the uid precondition failed
+                return False
+            if exc.status != 404:
+                raise
+        return True

@@ -9,13 +9,14 @@ import threading
 import time
 from datetime import UTC, datetime
 from types import FrameType
+from typing import Any
 
 from driver.fleet import retry
 from driver.fleet.churn_loop import ChurnLoop
 from driver.fleet.claims import ClaimTracker
 from driver.fleet.client import fleet_client
 from driver.fleet.metrics import FleetMetrics
-from driver.fleet.nodes import FLEET_LABEL, NodeApi, node_body
+from driver.fleet.nodes import FLEET_LABEL, NodeApi, NotOurs, node_body
 from driver.fleet.options import FleetConfig
 from driver.fleet.plan import PlannedNode, created_fleet, fleet_nodes, owned, to_prune
 from driver.fleet.pool_plan import plan_inventory
@@ -43,18 +44,38 @@ class Fleet:
         self.churn: ChurnLoop | None = None
 
     def start(self) -> list[PlannedNode]:
-        """Create or adopt the owned nodes and start publishing; the played nodes."""
+        """Create or adopt the owned nodes and start publishing; the played nodes.
+        NotOurs, with nothing published, when a Node not the fleet's has a name of it."""
         played = owned(self._planned(), self.config.shard)
         ours = self._existing()  # name -> UID
+        uids = self._ensure_nodes(played, ours)
         if self.config.prune:
             self._prune(ours, played)
         for node in played:
             if self.stop_event.is_set():
                 raise retry.Stopped("start")
-            self.join(node.name, plan_shape=node, uid=ours.get(node.name))
+            self.join(node.name, plan_shape=node, uid=uids.get(node.name))
         self.publishers.start_feed()
         self.metrics.nodes.set(len(played))
         return played
+
+    def _ensure_nodes(self, played: list[PlannedNode], ours: dict[str, str]) -> dict[str, str]:
+        """Every played Node created or adopted, by name with its UID, before any slice
+        is published: a start that meets a Node not its own stops having written none."""
+        if self.config.attach_selector:
+            return {}
+        uids = dict(ours)
+        for node in played:
+            if self.stop_event.is_set():
+                raise retry.Stopped("start")
+            if node.name not in uids:
+                uids[node.name] = self.nodes.ensure(self._node_body(node.name,
+                                                                    node.shape.name))
+        return uids
+
+    def _node_body(self, name: str, shape: str) -> dict[str, Any]:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return node_body(name, self.config.node_prefix, shape, now)
 
     def _planned(self) -> list[PlannedNode]:
         cfg = self.config
@@ -74,7 +95,11 @@ class Fleet:
 
     def _prune(self, ours: dict[str, str], played: list[PlannedNode]) -> None:
         for name in to_prune(sorted(ours), played, self.config.shard):
-            self.leave(name)
+            try:
+                self.leave(name)
+            except NotOurs as err:  # relabelled or replaced since the list
+                log.error("fleet: not pruned: %s", err)
+                continue
             log.info("fleet: pruned node %s", name)
 
     def join(self, name: str, plan_shape: PlannedNode | None = None,
@@ -86,22 +111,26 @@ class Fleet:
         if plan_shape is not None:
             self.state.add(name, plan_inventory(name, cfg.driver_name, plan_shape.shape))
         if not cfg.attach_selector and uid is None:
-            shape = plan_shape.shape.name if plan_shape else ""
-            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            uid = self.nodes.ensure(node_body(name, cfg.node_prefix, shape, now))
+            uid = self.nodes.ensure(self._node_body(
+                name, plan_shape.shape.name if plan_shape else ""))
         inventory = self.state.inventory(name)
         if inventory is not None:
             self.publishers.publish(name, inventory, uid)
         self.metrics.nodes.set(len(self.publishers.nodes()))
 
     def leave(self, name: str) -> None:
-        """Take `name` down: stop publishing, delete its slices and (if ours) its Node."""
+        """Take `name` down: stop publishing, delete its slices and (if the fleet made
+        it) its Node. NotOurs, with nothing deleted, when a Node not the fleet's has
+        taken the name (its slices may be a real plugin's)."""
         self.publishers.remove(name)
         self.metrics.nodes.set(len(self.publishers.nodes()))
+        uid = None
+        if not self.config.attach_selector:
+            uid = self.nodes.owned_uid(name, self.config.node_prefix)
         delete_slices(self.client, self.config.driver_name, name, stop=self.stop_event,
                       metrics=self.metrics, backoff=self.backoff)
-        if not self.config.attach_selector:
-            self.nodes.delete(name)
+        if uid is not None and not self.nodes.delete(name, uid):
+            log.warning("fleet: node %s was replaced before its delete: left alone", name)
 
     def start_background(self) -> None:
         """The node side of claims, and churn if asked for."""
@@ -138,7 +167,7 @@ def run_fleet(config: FleetConfig) -> int:
         fleet.stop_event.wait()
     except retry.Stopped:
         pass
-    except ApiStatusError as err:  # refused for good at start (403: RBAC, 422: invalid)
+    except (ApiStatusError, NotOurs) as err:  # refused for good (403: RBAC, 422: invalid)
         log.error("fleet: cannot start: %s", err)
         code = 1
     finally:

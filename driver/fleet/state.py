@@ -35,6 +35,18 @@ class FleetState:
             self._nodes[node] = NodeState(planned)
             self._pools.update({pool.name: node for pool in planned.pools})
 
+    def forget(self, node: str) -> None:
+        """`node` is no longer played (a Node not the fleet's took its name)."""
+        with self._lock:
+            state = self._nodes.pop(node, None)
+            for pool in state.planned.pools if state else ():
+                self._pools.pop(pool.name, None)
+
+    def plays(self, node: str) -> bool:
+        """Whether `node` is played (present or departed)."""
+        with self._lock:
+            return node in self._nodes
+
     def names(self) -> list[str]:
         """The played nodes, sorted."""
         with self._lock:

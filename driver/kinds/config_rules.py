@@ -35,7 +35,8 @@ def _sharing(sharing: GpuSharing, path: str) -> list[str]:
         problems.append(f"{path}.strategy: required (one of {', '.join(SHARING_STRATEGIES)})")
     elif sharing.strategy not in SHARING_STRATEGIES:
         problems.append(
-            f"{path}.strategy: {sharing.strategy!r} is not one of {', '.join(SHARING_STRATEGIES)}"
+            f"{path}.strategy: {_shown(sharing.strategy)} is not one of "
+            f"{', '.join(SHARING_STRATEGIES)}"
         )
     if sharing.time_slicing is not None:
         if sharing.strategy != TIME_SLICING:
@@ -43,7 +44,7 @@ def _sharing(sharing: GpuSharing, path: str) -> list[str]:
         interval = sharing.time_slicing.interval
         if interval is not None and interval not in TIME_SLICE_INTERVALS:
             problems.append(
-                f"{path}.timeSlicingConfig.interval: {interval!r} is not one of "
+                f"{path}.timeSlicingConfig.interval: {_shown(interval)} is not one of "
                 f"{', '.join(TIME_SLICE_INTERVALS)}"
             )
     if sharing.mps is not None:
@@ -71,10 +72,16 @@ def _in_range(value: int | None, bounds: tuple[int, int], path: str) -> list[str
     low, high = bounds
     if value is None or low <= value <= high:
         return []
-    return [f"{path}: {value} is out of range (must be {low} to {high})"]
+    return [f"{path}: {_shown(value)} is out of range (must be {low} to {high})"]
 
 
 def _positive(value: Fraction | None, path: str) -> list[str]:
     if value is None or value > 0:
         return []
     return [f"{path}: must be greater than 0"]
+
+
+def _shown(value: object) -> str:
+    """A value from the parameters as a problem shows it: its repr (one line), cut."""
+    text = repr(value)
+    return text if len(text) <= 100 else f"{text[:100]}...[{len(text)} chars]"

@@ -22,6 +22,12 @@ from driver.kubelet.services import advertised_name
 
 log = logging.getLogger(__name__)
 
+# The most claims one NodePrepareResources or NodeUnprepareResources may name. The
+# kubelet sends the claims of one pod per call, a few in practice; without a cap, one
+# request of 15,000 claims costs 15,000 API reads and log lines. A call over it is
+# refused whole, before any claim is read.
+MAX_CLAIMS_PER_CALL = 256
+
 
 class DRAPluginServicer:
     """Shared implementation of both DRAPlugin versions."""
@@ -41,6 +47,7 @@ class DRAPluginServicer:
 
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Prepare the requested claims."""
+        self._check_size("NodePrepareResources", request, context)
         claims = dra_convert.claim_refs(request.claims)
         if log.isEnabledFor(logging.DEBUG):  # the names are joined only when shown
             log.debug("%s NodePrepareResources: %s", self.version, ", ".join(map(str, claims)))
@@ -53,6 +60,7 @@ class DRAPluginServicer:
 
     def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Unprepare the requested claims."""
+        self._check_size("NodeUnprepareResources", request, context)
         claims = dra_convert.claim_refs(request.claims)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s NodeUnprepareResources: %s", self.version, ", ".join(map(str, claims)))
@@ -60,6 +68,17 @@ class DRAPluginServicer:
         response = dra_convert.unprepare_response(self._pb, claims, results)
         _log_errors("unprepare", self.version, claims, response)
         return response
+
+    def _check_size(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
+        """Refuse a call over MAX_CLAIMS_PER_CALL with INVALID_ARGUMENT: it is the
+        request that is wrong, and the same request sent again never fits (gRPC clients
+        may retry RESOURCE_EXHAUSTED). One line, naming no claim."""
+        count = len(request.claims)
+        if count <= MAX_CLAIMS_PER_CALL:
+            return
+        text = f"{self.version} {method}: {count} claims, at most {MAX_CLAIMS_PER_CALL} per call"
+        log.warning("refused %s", text)
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, text)
 
     def _run_prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         try:

@@ -2,7 +2,8 @@
 
 `start_kubelet_plugin` serves the DRA services (and health, when given a source) on the
 DRA socket first, and only then creates the registration socket: the kubelet may call
-the DRA socket as soon as it sees the registration socket (api-facts 8).
+the DRA socket as soon as it sees the registration socket (api-facts 8). Each socket
+has its own gRPC server and serves only its own services.
 """
 
 from __future__ import annotations
@@ -33,13 +34,26 @@ log = logging.getLogger(__name__)
 # more share one batch's fsyncs; 8 capped a batch at 8 claims. Threads start on demand:
 # a node that prepares one claim at a time has one.
 DRA_WORKERS = 64
-# Threads kept beyond those for the DRA calls, so that the kubelet's registration calls
-# (served by the same server) never wait behind a burst of prepares.
+# Threads of the registration socket's own server: the kubelet's registration calls
+# never wait behind a burst of prepares.
 REGISTRATION_WORKERS = 2
+# The largest message either socket takes. The kubelet's largest is a prepare of one
+# pod's claims: at the cap (MAX_CLAIMS_PER_CALL) and with the longest names the API
+# allows that is about 100 KiB. gRPC's default, 4 MiB, would let 64 calls in flight
+# hold 256 MiB of requests; anything past 1 MiB is not the kubelet's.
+MAX_REQUEST_BYTES = 1 << 20
+_SERVER_OPTIONS = (("grpc.max_receive_message_length", MAX_REQUEST_BYTES),)
 
 
 class KubeletPlugin:
-    """A running kubelet plugin: both sockets served until `stop()`."""
+    """A running kubelet plugin: both sockets served until `stop()`.
+
+    One server per socket, as the Go kubelet-plugin helper: the registration socket lives
+    in a directory other node agents mount (node-driver-registrars, other DRA drivers),
+    so it serves Registration only; the DRA socket serves DRA and health, never
+    Registration. A gRPC server answers every service it has on every socket it
+    listens on, hence two servers.
+    """
 
     def __init__(
         self,
@@ -58,41 +72,46 @@ class KubeletPlugin:
         self.driver_name = driver_name
         _remove_killed_instances(driver_name, dra_socket, registration_socket)
         self._health_servicers: list[ResourceHealthServicer] = []
-        self._services: list[str] = []
         serializer: contextlib.AbstractContextManager[Any] | None = (
             CallSerializer(lock_file) if serialize else None
         )
-        self.dra_socket = os.path.abspath(dra_socket)
 
-        def register(server: grpc.Server) -> None:
-            self._register(server, preparer, serializer, health)
+        def register_dra(server: grpc.Server) -> None:
+            self._register_dra(server, preparer, serializer, health)
 
-        # One server for both sockets (one polling thread instead of two); the DRA socket
-        # answers before the registration socket shows (see the module docstring).
-        self._server = start_unix_server(
-            dra_socket, register, max_workers=max_workers + REGISTRATION_WORKERS, name="dra",
-            also=[(registration_socket, "registration")], interceptors=interceptors)
-        self.registration_socket = self._server.paths[1]
+        # The DRA socket answers before the registration socket shows (module docstring).
+        self._dra_server = start_unix_server(
+            dra_socket, register_dra, max_workers=max_workers, name="dra",
+            interceptors=interceptors, options=_SERVER_OPTIONS)
+        self.dra_socket = self._dra_server.path
+        self.registration = RegistrationServicer(
+            driver_name, self.dra_socket, self.supported_versions)
+        try:
+            self._registration_server = start_unix_server(
+                registration_socket,
+                lambda s: regpb_grpc.add_RegistrationServicer_to_server(self.registration, s),
+                max_workers=REGISTRATION_WORKERS, name="registration",
+                interceptors=interceptors, options=_SERVER_OPTIONS)
+        except BaseException:
+            self._stop_dra(grace=None)
+            raise
+        self.registration_socket = self._registration_server.path
         log.info(
             "kubelet plugin for %s: DRA socket %s, registration socket %s, services %s",
             driver_name, self.dra_socket, self.registration_socket,
             ", ".join(self.supported_versions),
         )
 
-    def _register(self, server: grpc.Server, preparer: ClaimPreparer,
-                  serializer: contextlib.AbstractContextManager[Any] | None,
-                  health: HealthSource | None) -> None:
-        """Every service on the one server: DRA, health, and registration."""
-        self._services += add_dra_services(server, preparer, serializer)
+    def _register_dra(self, server: grpc.Server, preparer: ClaimPreparer,
+                      serializer: contextlib.AbstractContextManager[Any] | None,
+                      health: HealthSource | None) -> None:
+        """The DRA socket's services: DRA, and health when there is a source."""
+        services = add_dra_services(server, preparer, serializer)
         if health is not None:
             names, self._health_servicers = add_health_services(server, health)
-            self._services += names
+            services += names
         # Computed from what is actually served, in preference order (v1 first).
-        self.supported_versions = tuple(advertised_name(s) for s in self._services)
-        self.registration = RegistrationServicer(
-            self.driver_name, self.dra_socket, self.supported_versions
-        )
-        regpb_grpc.add_RegistrationServicer_to_server(self.registration, server)
+        self.supported_versions = tuple(advertised_name(s) for s in services)
 
     @property
     def registration_status(self) -> RegistrationStatus:
@@ -106,10 +125,14 @@ class KubeletPlugin:
     def stop(self, grace: float | None = 1.0) -> None:
         """Remove the registration socket first (the kubelet deregisters this instance),
         then stop serving the DRA socket. Only this instance's own sockets are removed."""
-        self._server.remove_socket(self.registration_socket)
+        self._registration_server.remove_socket()
+        self._registration_server.stop(grace)
+        self._stop_dra(grace)
+
+    def _stop_dra(self, grace: float | None) -> None:
         for servicer in self._health_servicers:
             servicer.close()
-        self._server.stop(grace)
+        self._dra_server.stop(grace)
 
     def __enter__(self) -> KubeletPlugin:
         return self
@@ -145,7 +168,8 @@ def start_kubelet_plugin(
     interceptors: Sequence[grpc.ServerInterceptor] = (),
 ) -> KubeletPlugin:
     """Serve DRAPlugin v1 + v1beta1 (and DRAResourceHealth v1alpha1 + v1 when `health`
-    is given) on `dra_socket`, then the registration service on `registration_socket`.
+    is given) on `dra_socket`, then the registration service, alone, on
+    `registration_socket`: each socket has its own server (see KubeletPlugin).
 
     serialize: run one prepare/unprepare at a time, as the Go helper does by default;
     lock_file: also flock this file around each call (rolling updates: two instances).

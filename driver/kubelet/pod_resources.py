@@ -1,6 +1,6 @@
 """Client of the kubelet's PodResources API (`v1.PodResourcesLister`, a unix socket in
-the kubelet's root directory): which ResourceClaims the pods on this node use, with
-their devices. Reconciliation asks it before freeing a prepared claim
+the kubelet's root directory): the pods on this node, and the devices their containers'
+ResourceClaims got. Reconciliation asks it before freeing a prepared claim
 (`driver.claims.kubelet_usage`); the DaemonSet mounts only that socket's directory,
 read-only.
 """
@@ -35,7 +35,7 @@ class PodResourcesUsage:
         self._timeout = timeout_s
 
     def usage(self) -> KubeletUsage:
-        """The claims and devices of this driver the kubelet's pods use now."""
+        """The pods the kubelet lists now, and the devices of this driver they use."""
         options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
         try:
             with grpc.insecure_channel(f"unix:{self._socket}", options=options) as channel:
@@ -48,17 +48,18 @@ class PodResourcesUsage:
 
 
 def usage_of(answer: pb.ListPodResourcesResponse, driver: str) -> KubeletUsage:
-    """The claims every container lists, and the devices of `driver` among them."""
-    claims: set[tuple[str, str]] = set()
+    """Every pod listed (namespace, name), and the devices of `driver` any container's
+    claims list."""
+    pods: set[tuple[str, str]] = set()
     devices: set[DeviceKey] = set()
     lists_dra = False
     for pod in answer.pod_resources:
+        pods.add((pod.namespace, pod.name))
         for container in pod.containers:
             for resource in container.dynamic_resources:
                 lists_dra = True
-                claims.add((resource.claim_namespace, resource.claim_name))
                 devices.update(_devices(resource, driver))
-    return KubeletUsage(frozenset(claims), frozenset(devices), lists_dra)
+    return KubeletUsage(frozenset(pods), frozenset(devices), lists_dra)
 
 
 def _devices(resource: pb.DynamicResource, driver: str) -> list[DeviceKey]:

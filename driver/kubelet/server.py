@@ -28,6 +28,7 @@ import secrets
 import stat
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import grpc
 
@@ -135,11 +136,10 @@ class _Socket:
 
 
 class UnixSocketServer:
-    """A running grpc.Server that listens on `path` (and the `also` sockets) and owns
-    those socket files.
+    """A running grpc.Server that listens on `path` and owns that socket file.
 
-    One server for several sockets (the kubelet plugin's DRA and registration sockets)
-    has one polling thread: gRPC's wakes up five times a second, idle or not.
+    One socket per server: a server answers every service it has on every port it
+    listens on, so sockets that must serve different services need servers of their own.
     """
 
     def __init__(
@@ -149,45 +149,40 @@ class UnixSocketServer:
         *,
         max_workers: int = 8,
         name: str = "grpc",
-        also: Sequence[tuple[str, str]] = (),
         interceptors: Sequence[grpc.ServerInterceptor] = (),
+        options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Start serving; see `start_unix_server`."""
-        self._sockets = [_Socket(path, name), *(_Socket(p, n) for p, n in also)]
-        self.path = self._sockets[0].path
-        self.paths = tuple(sock.path for sock in self._sockets)
+        self._socket = _Socket(path, name)
+        self.path = self._socket.path
         self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"simdra-{name}")
-        self._server = grpc.server(self._executor, interceptors=list(interceptors) or None)
+        self._server = grpc.server(self._executor, interceptors=list(interceptors) or None,
+                                   options=list(options) or None)
         try:
             register(self._server)
-            for sock in self._sockets:
-                sock.bind(self._server)
+            self._socket.bind(self._server)
             self._server.start()
-            for sock in self._sockets:  # in order: the first path answers before the next shows
-                sock.publish()
+            self._socket.publish()
         except BaseException:
             self._shutdown(grace=None)
             raise
 
-    def remove_socket(self, path: str) -> None:
-        """Take one socket's path away before the server stops (the kubelet deregisters
-        a plugin whose registration socket is gone); the server still serves the rest."""
-        for sock in self._sockets:
-            if sock.path == os.path.abspath(path):
-                sock.remove()
+    def remove_socket(self) -> None:
+        """Take the socket's path away before the server stops (the kubelet deregisters
+        a plugin whose registration socket is gone); calls in flight still finish."""
+        self._socket.remove()
 
     def stop(self, grace: float | None = 1.0) -> None:
-        """Stop serving (in-flight calls get `grace` seconds) and remove our own sockets.
+        """Stop serving (in-flight calls get `grace` seconds) and remove our own socket.
 
-        Idempotent. A socket at a path that another server created is left alone.
+        Idempotent. A socket at the path that another server created is left alone.
         """
         self._shutdown(grace)
 
     def _shutdown(self, grace: float | None) -> None:
         self._server.stop(grace).wait()
         self._executor.shutdown(wait=True)
-        for sock in self._sockets:
-            sock.remove()
+        self._socket.remove()
 
 
 def start_unix_server(
@@ -196,16 +191,16 @@ def start_unix_server(
     *,
     max_workers: int = 8,
     name: str = "grpc",
-    also: Sequence[tuple[str, str]] = (),
     interceptors: Sequence[grpc.ServerInterceptor] = (),
+    options: Sequence[tuple[str, Any]] = (),
 ) -> UnixSocketServer:
-    """Start a gRPC server on the unix socket `path`, and on each `(path, name)` of
-    `also` (the same services on each).
+    """Start a gRPC server on the unix socket `path`.
 
     `register` adds the servicers to the grpc.Server before it starts; `interceptors`
-    see every call (`driver.kubelet.call_counts`). Creates the parent directories,
-    replaces stale sockets, refuses a non-socket file at a path (SocketPathError) and
-    returns once the socket at `path`, then each of `also`, accepts calls.
+    see every call (`driver.kubelet.call_counts`); `options` are gRPC channel arguments
+    (("grpc.max_receive_message_length", n)). Creates the parent directories, replaces
+    a stale socket, refuses a non-socket file at `path` (SocketPathError) and returns
+    once the socket at `path` accepts calls.
     """
-    return UnixSocketServer(path, register, max_workers=max_workers, name=name, also=also,
-                            interceptors=interceptors)
+    return UnixSocketServer(path, register, max_workers=max_workers, name=name,
+                            interceptors=interceptors, options=options)

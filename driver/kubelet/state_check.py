@@ -11,6 +11,7 @@ creates the directories that are missing, with their modes):
     <data dir>/serialize.lock    0600  one prepare or unprepare at a time
     <data dir>/faults.json       0600  injected faults (fake devices only)
     <data dir>/faults.lock       0600  serializes changes to faults.json
+    <data dir>/dra-device-metadata/  0755  device metadata (made when first needed)
     <CDI root>/                  0755  one CDI spec per prepared claim (may be a link)
 
 A damaged state (a directory that is a file, a symlink where the plugin keeps a
@@ -38,6 +39,9 @@ from driver.atomicfile import make_directory, own_directory
 DATA_DIR_MODE = 0o750
 RECORDS_DIR = "claims"  # driver.claims.checkpoint.records_directory
 RECORDS_MODE = 0o700  # driver.claims.checkpoint.RECORDS_MODE
+# driver.claims.device_metadata.HOST_SUBDIR: checked like the records directory whatever
+# --device-metadata says (the start-up sweep walks it), made by the first prepare.
+METADATA_DIR = "dra-device-metadata"
 CDI_DIR_MODE = 0o755  # driver.claims.cdi.CDI_DIR_MODE: container runtimes read the specs
 # Files the plugin reads and writes in the data directory, with what each is for.
 STATE_FILES = {
@@ -67,6 +71,7 @@ def check_state(data_dir: Path, cdi_root: Path, *, fault_files: bool = False) ->
            (data_dir / RECORDS_DIR, RECORDS_MODE, "claim records directory"))
     for path, _, role in own:
         _own_directory(path, role)
+    _own_directory(data_dir / METADATA_DIR, "device metadata directory")
     files = {**STATE_FILES, **(FAULT_FILES if fault_files else {})}
     for name, role in files.items():
         _state_file(data_dir / name, role)

@@ -44,6 +44,24 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
+def well_formed(obj: Any) -> bool:
+    """True when `obj` has the shape the cache relies on: a metadata object with a
+    string name (and string uid and resourceVersion, when set), and a spec and its pool
+    that are objects when set. Anything else from a list or a watch is ignored, so that
+    a broken or hostile answer cannot stop the publisher."""
+    if not isinstance(obj, Mapping):
+        return False
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+        return False
+    if not all(isinstance(meta.get(k), str | None) for k in ("uid", "resourceVersion")):
+        return False
+    spec = obj.get("spec")
+    if spec is None:
+        return True
+    return isinstance(spec, Mapping) and isinstance(spec.get("pool"), Mapping | None)
+
+
 class SliceCache:
     """Thread-safe name -> slice map of what the server stores (as far as we know)."""
 
@@ -67,7 +85,7 @@ class SliceCache:
         """
         with self._lock:
             fresh = {str(_meta(o)["name"]): o for o in items
-                     if _meta(o).get("uid") not in self._deleted}
+                     if well_formed(o) and _meta(o).get("uid") not in self._deleted}
             for name, listed in fresh.items():
                 if self._slices.get(name) == listed:
                     fresh[name] = self._slices[name]  # keep its shared device entries
@@ -85,7 +103,10 @@ class SliceCache:
         return changed
 
     def apply_event(self, kind: str, obj: JSON) -> str | None:
-        """Apply a watch event; returns the pool it changed, or None when it was stale."""
+        """Apply a watch event; returns the pool it changed, or None when it was stale
+        (or not a well-formed slice)."""
+        if not well_formed(obj):
+            return None
         meta = _meta(obj)
         name, uid = str(meta.get("name")), meta.get("uid")
         with self._lock:
@@ -105,7 +126,9 @@ class SliceCache:
             return pool_of(obj)
 
     def put(self, obj: JSON) -> None:
-        """Record an object a write of ours returned."""
+        """Record an object a write of ours returned (ignored when not well-formed)."""
+        if not well_formed(obj):
+            return
         meta = _meta(obj)
         name = str(meta["name"])
         with self._lock:

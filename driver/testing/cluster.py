@@ -36,7 +36,7 @@ from driver.testing.allocation.builders import claim as claim_json
 from driver.testing.apiserver import APIServer
 from driver.testing.kind_classes import create_device_classes, kind_values
 from driver.testing.kubelet import KubeletEmulator
-from driver.testing.pod_resources import PodResourcesServer
+from driver.testing.pod_resources import PLUGIN_POD, PodResourcesServer
 from driver.testing.scheduler import Allocator
 
 JSON = dict[str, Any]
@@ -189,6 +189,11 @@ class LocalCluster:
             str(self.cdi_root),
             "--pod-resources-socket",
             str(self.pod_resources_socket),
+            # The pod the emulated kubelet's PodResources API lists as the plugin's own.
+            "--pod-namespace",
+            PLUGIN_POD[0],
+            "--pod-name",
+            PLUGIN_POD[1],
             "--device-profile",
             profile,
             "--num-devices",
@@ -387,4 +392,5 @@ _PLUGIN_ENV = frozenset({
     "KUBELET_PLUGINS_DIRECTORY_PATH", "CDI_ROOT", "DEVICE_BACKEND", "DEVICE_PROFILE",
     "NUM_DEVICES", "POD_UID", "HEALTHCHECK_PORT", "METRICS_PORT", "SYSFS_ROOT", "DEV_ROOT",
     "PROC_ROOT", "SYSFS_ALLOW", "SYSFS_DENY", "DEVICE_METADATA", "CLAIM_STATUS",
+    "POD_NAMESPACE", "POD_NAME",
 })

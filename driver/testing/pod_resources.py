@@ -7,7 +7,9 @@ reconciliation asks it as it asks the kubelet (`driver.kubelet.pod_resources`).
             ClaimUse("default", "claim-1", [("gpu.example.com", "node-a", "gpu-0", None)])])])
 
 `fail_with(code)` makes every call fail with that gRPC status, as a kubelet that is
-restarting or has the API off would.
+restarting or has the API off would. Like a real kubelet, it also lists the plugin's
+own pod (`PLUGIN_POD`, which `LocalCluster` gives the plugin as `--pod-namespace` and
+`--pod-name`): free-mode reconciliation frees nothing on an answer without it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from driver.kubelet.gen import podresources_v1_pb2_grpc as pb_grpc
 
 # (driver, pool, device, shareID) of one device a claim got.
 DeviceUse = tuple[str, str, str, str | None]
+# (namespace, name) of the plugin's pod on the harness's node, as a DaemonSet's would be.
+PLUGIN_POD = ("simdra", "simdra-kubelet-plugin-local")
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,15 @@ class PodClaims:
 
 
 class PodResourcesServer(pb_grpc.PodResourcesListerServicer):
-    """Serves `v1.PodResourcesLister` List and Get on `socket_path` until `stop()`."""
+    """Serves `v1.PodResourcesLister` List and Get on `socket_path` until `stop()`.
+    `plugin_pod`: the plugin's own pod, listed first in every answer besides the pods
+    set (None: not listed, as a kubelet not yet synced or another node's would answer)."""
 
-    def __init__(self, socket_path: str | Path) -> None:
+    def __init__(self, socket_path: str | Path,
+                 plugin_pod: tuple[str, str] | None = PLUGIN_POD) -> None:
         self.socket_path = str(socket_path)
         self._lock = threading.Lock()
+        self._plugin = [PodClaims(*plugin_pod)] if plugin_pod is not None else []
         self._pods: list[PodClaims] = []
         self._failure: grpc.StatusCode | None = None
         self.calls = 0
@@ -62,7 +70,7 @@ class PodResourcesServer(pb_grpc.PodResourcesListerServicer):
         self._server.start()
 
     def set_pods(self, pods: Sequence[PodClaims]) -> None:
-        """What the next answers list."""
+        """What the next answers list, after the plugin's pod."""
         with self._lock:
             self._pods = list(pods)
 
@@ -77,12 +85,13 @@ class PodResourcesServer(pb_grpc.PodResourcesListerServicer):
             self.calls += 1
             if self._failure is not None:
                 context.abort(self._failure, "kubelet PodResources: failing as told")
-            return pb.ListPodResourcesResponse(pod_resources=[_pod(p) for p in self._pods])
+            pods = self._plugin + self._pods
+            return pb.ListPodResourcesResponse(pod_resources=[_pod(p) for p in pods])
 
     def Get(self, request: Any, context: grpc.ServicerContext) -> pb.GetPodResourcesResponse:
         """One pod by namespace and name; NOT_FOUND when it is not set."""
         with self._lock:
-            for pod in self._pods:
+            for pod in self._plugin + self._pods:
                 if (pod.namespace, pod.name) == (request.pod_namespace, request.pod_name):
                     return pb.GetPodResourcesResponse(pod_resources=_pod(pod))
         context.abort(grpc.StatusCode.NOT_FOUND, "pod not found")

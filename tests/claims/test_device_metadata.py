@@ -45,7 +45,7 @@ class Node:
                         self.data, device_metadata=metadata)
 
     def file(self, uid: str, request: str) -> Path:
-        return self.data.resolve() / HOST_SUBDIR / uid / request / "metadata.json"
+        return self.data.resolve() / HOST_SUBDIR / uid / request / f"{DRIVER}-metadata.json"
 
     def spec(self, uid: str) -> dict[str, Any]:
         [path] = self.cdi.glob(f"*{uid}*.json")
@@ -82,10 +82,14 @@ def test_each_request_gets_a_file_mounted_at_upstreams_path(node):
     assert_valid_cdi_spec(spec)
     mounts = {d["name"]: d["containerEdits"]["mounts"][0] for d in spec["devices"]
               if "_metadata_" in d["name"]}
+    # The request's directory is mounted (a rewrite renames a new file into it, which a
+    # mounted file would hide from a running container); the file inside has the
+    # container's name, so the container's path is upstream's.
     assert mounts[f"{A}_metadata_gpus"] == {
-        "hostPath": str(node.file(A, "gpus")),
-        "containerPath": f"{CONTAINER_DIR}/resourceclaims/{ref.name}/gpus/{DRIVER}-metadata.json",
+        "hostPath": str(node.file(A, "gpus").parent),
+        "containerPath": f"{CONTAINER_DIR}/resourceclaims/{ref.name}/gpus",
         "options": ["ro", "bind"]}
+    assert node.file(A, "gpus").name == f"{DRIVER}-metadata.json"
     # Every device of a request carries its request's metadata device, and only that.
     ids = {d.device_name: d.cdi_device_ids for d in answer.devices}
     assert ids["gpu-0"][1] == ids["gpu-1"][1] == f"k8s.{DRIVER}/device={A}_metadata_gpus"
@@ -101,8 +105,7 @@ def test_a_claim_from_a_template_is_mounted_under_its_pod_claim_name(node):
     assert first["requests"][0]["name"] == "gpu/fallback"  # the file names it as allocated
     [mount] = [d["containerEdits"]["mounts"][0] for d in node.spec(A)["devices"]
                if "_metadata_" in d["name"]]
-    assert mount["containerPath"] == (
-        f"{CONTAINER_DIR}/resourceclaimtemplates/my-gpu/gpu/{DRIVER}-metadata.json")
+    assert mount["containerPath"] == f"{CONTAINER_DIR}/resourceclaimtemplates/my-gpu/gpu"
 
 
 def test_off_by_default_nothing_is_written_or_mounted(node):
@@ -176,5 +179,5 @@ def test_the_longest_valid_names_stay_inside_their_directories(node):
     [mount] = [d["containerEdits"]["mounts"][0] for d in node.spec(A)["devices"]
                if "_metadata_" in d["name"]]
     inside = Path(mount["containerPath"])
-    assert inside.parent.parent == CONTAINER_DIR / "resourceclaims" / name
-    assert inside.parent.name == request and ".." not in inside.parts
+    assert inside.parent == CONTAINER_DIR / "resourceclaims" / name
+    assert inside.name == request and ".." not in inside.parts

@@ -272,6 +272,22 @@ def test_the_brake_frees_none_when_too_many_look_leaked_at_once(
     assert brakes(leaked, total) is braked
 
 
+def test_reads_still_due_count_toward_the_brake() -> None:
+    # Two claims answer 404, the third's read was due and failed on every check: three
+    # in doubt of three is a wrong cluster, not two leaks. A record not due is not.
+    uids = _uids(3)
+    records = {u: _record(u) for u in uids}
+    seen = {uids[0]: None, uids[1]: None}
+    for due, braked in ((uids, True), (uids[:2], False)):
+        suspects: dict[str, Suspect] = {}
+        for now, _ in _every_interval(POLICY.min_checks):
+            plan = plan_reconcile(records, seen, suspects, now, driver=DRIVER, node=NODE,
+                                  policy=POLICY, due=due)
+            suspects = plan.suspects
+        assert (plan.braked, plan.unread, plan.doubtful) == (braked, len(due) - 2, len(due))
+        assert len(plan.reclaim) == (0 if braked else 2)
+
+
 # --- when a claim is read (the API server's load) --------------------------------------
 
 

@@ -1,5 +1,6 @@
 """Reconciliation over real directories and a real kubelet socket: a leaked record is
-freed (free mode) only when the kubelet's PodResources API says no pod uses it, is kept
+freed (free mode) only on the kubelet's positive knowledge (its PodResources answer
+lists this plugin's pod and DRA resources, and none of the record's devices), is kept
 and reported otherwise, and a claim in use is never touched."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from driver.claims.reconcile_plan import (
     FREE,
     NOT_RESERVED,
     REPORT,
+    UID_CHANGED,
     Reclaim,
     ReconcilePolicy,
 )
@@ -33,9 +35,9 @@ from driver.claims.reconciler import (
 from driver.claims.source import StaticClaimSource
 from driver.claims.types import ClaimRef
 from driver.kubelet.pod_resources import PodResourcesUsage
-from driver.testing.pod_resources import ClaimUse, PodClaims, PodResourcesServer
+from driver.testing.pod_resources import PLUGIN_POD, ClaimUse, PodClaims, PodResourcesServer
 
-from .builders import DRIVER, GPU_POOL, claim, inventory, result
+from .builders import DRIVER, GPU_POOL, OTHER_DRIVER, claim, inventory, result
 
 A = "aaaaaaaa-0000-4000-8000-000000000001"
 B = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -70,7 +72,8 @@ class Node:
     monotonic clock moves one interval per check."""
 
     def __init__(self, tmp_path, kubelet: KubeletUsageSource | None, *, mode: str = FREE,
-                 gpus: int = 1, interval: float = INTERVAL, clock=None) -> None:
+                 gpus: int = 1, interval: float = INTERVAL, clock=None,
+                 own_pod: tuple[str, str] | None = PLUGIN_POD) -> None:
         self.source = StaticClaimSource()
         self.cdi = tmp_path / "cdi"
         self.data = tmp_path / "data"
@@ -81,7 +84,7 @@ class Node:
         self.reconciler = ClaimReconciler(
             self.preparer, self.source, driver=DRIVER, node=GPU_POOL,
             policy=ReconcilePolicy(grace=GRACE, interval=interval), mode=mode,
-            kubelet=kubelet, reports=self.seen.reports(),
+            kubelet=kubelet, own_pod=own_pod, reports=self.seen.reports(),
             clock=clock or (lambda: time.time() + self.mono - 1000.0),  # moves with mono
             monotonic=lambda: self.mono)
 
@@ -89,8 +92,9 @@ class Node:
         self.mono += INTERVAL
         return self.reconciler.check()
 
-    def add(self, uid: str, reserved: bool = True, device: str = "gpu-0") -> ClaimRef:
-        raw = claim(uid, [result("gpus", device)])
+    def add(self, uid: str, reserved: bool = True, device: str = "gpu-0",
+            name: str | None = None) -> ClaimRef:
+        raw = claim(uid, [result("gpus", device)], name=name)
         raw["status"]["reservedFor"] = [POD] if reserved else []
         self.source.put(raw)
         return ClaimRef("default", raw["metadata"]["name"], uid)
@@ -122,8 +126,15 @@ def _running(ref: ClaimRef, device: str = "gpu-0") -> PodClaims:
                                                    [(DRIVER, GPU_POOL, device, None)])])
 
 
+# A pod using another driver's device: the kubelet lists DRA resources, so its answer
+# shows its gate on and its claim cache filled.
+BYSTANDER = PodClaims("default", "bystander", [ClaimUse("default", "nic", [
+    (OTHER_DRIVER, "other-pool", "nic-0", None)])])
+
+
 def test_a_leaked_record_the_kubelet_no_longer_uses_is_freed(tmp_path, kubelet, caplog):
     node = Node(tmp_path, _usage(kubelet))
+    kubelet.set_pods([BYSTANDER])
     leaked = node.add(A)
     assert not node.prepare(leaked)
     node.delete(leaked)  # the kubelet lost its state: it will never unprepare A
@@ -190,7 +201,8 @@ def test_nothing_is_freed_when_the_kubelet_cannot_be_asked(tmp_path, kubelet, br
         assert node.check() == []
     assert set(node.preparer.prepared()) == {A}
     assert node.seen.kept == [(A, CLAIM_DELETED, KUBELET_UNKNOWN)]
-    kubelet.fail_with(None)  # the kubelet answers again, listing no pod: freed
+    kubelet.set_pods([BYSTANDER])
+    kubelet.fail_with(None)  # the kubelet answers again, no pod using A's device: freed
     if broken == "unavailable":
         assert [d.ref.uid for d in node.check()] == [A]
 
@@ -254,6 +266,7 @@ def test_a_claim_in_use_is_never_reconciled(tmp_path, kubelet):
 
 def test_a_prepare_between_checks_keeps_the_claim(tmp_path, kubelet):
     node = Node(tmp_path, _usage(kubelet))
+    kubelet.set_pods([BYSTANDER])
     ref = node.add(A, reserved=False)
     assert not node.prepare(ref)
     node.mono += 10 * INTERVAL  # due for its first read
@@ -310,6 +323,7 @@ def test_claims_are_read_when_due_not_on_every_check(tmp_path, kubelet):
         return get(namespace, name)
 
     node.source.get = counting  # type: ignore[method-assign]
+    kubelet.set_pods([BYSTANDER])
     ref = node.add(A)
     assert not node.prepare(ref)
     prepared = len(reads)
@@ -376,6 +390,7 @@ def test_a_pod_group_claim_is_freed_once_the_group_is_gone_and_the_kubelet_forgo
     ref = node.add(A)
     node.source.claims[(ref.namespace, ref.name)]["status"]["reservedFor"] = [GROUP]
     assert not node.prepare(ref)
+    kubelet.set_pods([BYSTANDER])
     node.mono += 10 * INTERVAL  # the record is old: read on the next check
     assert node.check() == []
     node.source.claims[(ref.namespace, ref.name)]["status"]["reservedFor"] = []
@@ -384,3 +399,117 @@ def test_a_pod_group_claim_is_freed_once_the_group_is_gone_and_the_kubelet_forgo
     [done] = node.check()
     assert (done.ref, done.reason) == (ref, NOT_RESERVED)
     assert node.files() == ([], [])
+
+
+# --- free only on the kubelet's positive knowledge ------------------------------------
+
+
+def _leak(node: Node, *uids: str) -> list[ClaimRef]:
+    """Prepare a claim per UID (gpu-0, gpu-1, ...), then lose them from the API server
+    (the kubelet lost its state: nothing will unprepare them); the records are old."""
+    refs = [node.add(uid, device=f"gpu-{n}") for n, uid in enumerate(uids)]
+    for ref in refs:
+        assert not node.prepare(ref)
+        node.delete(ref)
+    node.mono += 10 * INTERVAL
+    return refs
+
+
+def test_nothing_is_freed_until_the_kubelet_lists_the_plugins_own_pod(tmp_path, caplog):
+    # A kubelet just restarted answers before it has synced its pods (or the socket is
+    # another node's kubelet): its answer lists DRA resources but not this plugin's pod,
+    # so "no pod uses A's device" proves nothing.
+    with PodResourcesServer(tmp_path / "pr.sock", plugin_pod=None) as kubelet:
+        kubelet.set_pods([BYSTANDER])
+        node = Node(tmp_path, _usage(kubelet))
+        _leak(node, A)
+        with caplog.at_level(logging.WARNING, logger="driver.claims.reconciler"):
+            for _ in range(4):
+                assert node.check() == []
+        assert set(node.preparer.prepared()) == {A}
+        assert node.seen.kept == [(A, CLAIM_DELETED, KUBELET_UNKNOWN)]
+        [line] = [r.getMessage() for r in caplog.records if "kept" in r.getMessage()]
+        assert f"does not list this plugin's pod {PLUGIN_POD[0]}/{PLUGIN_POD[1]}" in line
+
+        kubelet.set_pods([PodClaims(*PLUGIN_POD), BYSTANDER])  # synced: lists it now
+        assert [d.ref.uid for d in node.check()] == [A]
+        assert node.files() == ([], [])
+
+
+def test_free_mode_without_the_plugins_pod_frees_nothing_and_says_so_at_start(
+        tmp_path, kubelet, caplog):
+    # Outside a pod (no --pod-namespace/--pod-name) the answer cannot be checked.
+    kubelet.set_pods([BYSTANDER])
+    node = Node(tmp_path, _usage(kubelet), own_pod=None)
+    _leak(node, A)
+    for _ in range(4):
+        assert node.check() == []
+    assert set(node.preparer.prepared()) == {A}
+    assert node.seen.kept == [(A, CLAIM_DELETED, KUBELET_UNKNOWN)]
+    with caplog.at_level(logging.INFO, logger="driver.claims.reconciler"):
+        node.reconciler.start()
+        node.reconciler.stop()
+    [start] = [r.getMessage() for r in caplog.records if "free mode" in r.getMessage()]
+    assert "frees nothing" in start and "--pod-name" in start
+
+
+def test_an_answer_with_no_dra_resources_frees_nothing_even_with_no_claim_in_use(
+        tmp_path, kubelet):
+    # The kubelet's claim cache lost (or its gate off), and every record looks leaked:
+    # two claims whose pods still run, which the brake (above 2) lets through. The
+    # kubelet lists its pods, the plugin's among them, but no DRA resource at all.
+    kubelet.set_pods([PodClaims("default", "pod-1"), PodClaims("default", "pod-2")])
+    node = Node(tmp_path, _usage(kubelet), gpus=2)
+    _leak(node, A, B)
+    for _ in range(4):
+        assert node.check() == []
+    assert set(node.preparer.prepared()) == {A, B}
+    assert sorted(node.seen.kept) == [(A, CLAIM_DELETED, KUBELET_UNKNOWN),
+                                      (B, CLAIM_DELETED, KUBELET_UNKNOWN)]
+    kubelet.set_pods([BYSTANDER])  # it lists DRA resources again, neither device
+    assert sorted(d.ref.uid for d in node.check()) == [A, B]
+
+
+@pytest.mark.parametrize("device", ["gpu-1", "gpu-0"])
+def test_a_claim_made_again_under_the_same_name_does_not_keep_the_stale_record(
+        tmp_path, kubelet, device):
+    # The kubelet lost its state, the claim was deleted and made again under the same
+    # name (a StatefulSet's pod, a script). On another device its pod runs; on the
+    # stale record's device its prepare is refused, and the kubelet lists the claim
+    # without devices (it lists a claim's devices once prepared). Either way the name
+    # is another claim's: the record is freed and the new pod gets its device.
+    node = Node(tmp_path, _usage(kubelet), gpus=2)
+    [stale] = _leak(node, A)
+    again = node.add(C, device=device, name=stale.name)
+    error = node.prepare(again)
+    assert ("exclusive and already prepared" in error) == (device == "gpu-0")
+    listed = [] if error else [(DRIVER, GPU_POOL, device, None)]
+    kubelet.set_pods([PodClaims("default", "pod-1", [
+        ClaimUse(stale.namespace, stale.name, listed)])])
+    assert node.check() == []  # one check is never enough
+    [done] = node.check()
+    assert (done.ref, done.reason) == (stale, UID_CHANGED)
+    assert node.seen.kept == []
+    assert not node.prepare(again)
+    assert set(node.preparer.prepared()) == {C}
+
+
+def test_reads_still_due_count_toward_the_brake(tmp_path, kubelet):
+    # A kubeconfig pointing at another cluster: two claims answer 404, the third's read
+    # fails every time. Two leaks alone pass the brake; with the read still due, three
+    # records are in doubt and none is freed.
+    kubelet.set_pods([BYSTANDER])
+    node = Node(tmp_path, _usage(kubelet), gpus=3)
+    refs = _leak(node, A, B, C)
+    get = node.source.get
+
+    def third_fails(namespace, name):
+        if name == refs[2].name:
+            raise RuntimeError("403 Forbidden")
+        return get(namespace, name)
+
+    node.source.get = third_fails  # type: ignore[method-assign]
+    for _ in range(5):
+        assert node.check() == []
+    assert set(node.preparer.prepared()) == {A, B, C}
+    assert node.seen.brakes == [3] * 5 and node.seen.kept == []

@@ -21,6 +21,7 @@ HELM_VALUES = DEPLOY / "helm" / "values"
 HELM_RENDERINGS = {
     "helm/default": ((), "overlays/fake"),
     "helm/sysfs": (("sysfs.yaml",), "overlays/sysfs"),
+    "helm/sysfs-nvidia": (("sysfs-nvidia.yaml",), "overlays/sysfs-nvidia"),
     "helm/fake-inventory": (("fake-inventory.yaml",), "overlays/fake-inventory"),
     "helm/fake-claim-status": (("fake-claim-status.yaml",), "overlays/fake-claim-status"),
 }

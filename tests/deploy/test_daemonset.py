@@ -209,20 +209,24 @@ def test_fake_devices_need_no_privileges(rendered, overlay):
     assert not {"/sys", "/dev"} & mounted
 
 
-@pytest.mark.parametrize("overlay", ["overlays/sysfs", "helm/sysfs"])
+SYSFS_DEPLOYMENTS = ["overlays/sysfs", "helm/sysfs", "overlays/sysfs-nvidia", "helm/sysfs-nvidia"]
+
+
+@pytest.mark.parametrize("overlay", SYSFS_DEPLOYMENTS)
 def test_sysfs_overlay_reads_the_host_devices(rendered, overlay, run_settings):
     objects = rendered[overlay]
     container = plugin_container(objects)
     mounts = mounts_by_path(objects)
 
     assert value(container, "DEVICE_BACKEND") == "sysfs"
-    assert container["securityContext"]["privileged"] is True
     sysfs = value(container, "SYSFS_ROOT")
     mount, volume = mounts[sysfs]
     assert volume["hostPath"]["path"] == "/sys" and mount["readOnly"] is True
-    # Device nodes are found under DEV_ROOT, which must be the host's /dev.
+    # Device nodes are found under DEV_ROOT, which must be the host's /dev, read-only:
+    # the plugin only reads it (NVML's read-write opens of device nodes work there too).
     dev_root = effective(container, "DEV_ROOT", run_settings)
-    assert mounts[dev_root][1]["hostPath"]["path"] == "/dev"
+    mount, volume = mounts[dev_root]
+    assert volume["hostPath"]["path"] == "/dev" and mount["readOnly"] is True
     # The host's default routes (whose NICs are not published) are read under PROC_ROOT,
     # which must be the host's /proc: the pod's own would show the pod's network.
     mount, volume = mounts[value(container, "PROC_ROOT")]
@@ -247,3 +251,23 @@ def test_fake_inventory_overlay_mounts_the_inventory_it_names(rendered, overlay)
     assert mount["readOnly"] is True
     assert config_map["metadata"]["namespace"] == daemonset(objects)["metadata"]["namespace"]
     assert "pools" in yaml.safe_load(config_map["data"][profile.name])
+
+
+@pytest.mark.parametrize("overlay", ["overlays/sysfs", "helm/sysfs"])
+def test_sysfs_without_nvml_runs_unprivileged(rendered, overlay):
+    """Real devices on a node with no NVIDIA GPU: no privileged mode, no capabilities."""
+    security = plugin_container(rendered[overlay])["securityContext"]
+
+    assert not security.get("privileged")
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["readOnlyRootFilesystem"] is True
+
+
+@pytest.mark.parametrize("overlay", ["overlays/sysfs-nvidia", "helm/sysfs-nvidia"])
+def test_only_the_nvidia_variant_is_privileged(rendered, overlay):
+    """NVML opens /dev/nvidia*, which the device cgroup allows only in privileged mode."""
+    security = plugin_container(rendered[overlay])["securityContext"]
+
+    assert security["privileged"] is True
+    assert security["readOnlyRootFilesystem"] is True

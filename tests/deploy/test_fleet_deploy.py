@@ -1,8 +1,11 @@
 """The fleet's deployment (deploy/fleet, and the chart's `fleet:` values): the chart
 renders what the kustomization does, only when asked; the role grants exactly the calls
-`simdra fleet` makes; the container's flags are ones `simdra fleet` accepts."""
+`simdra fleet` makes; its admission policies hold its ServiceAccount to the Nodes of its
+prefix and its driver's slices; the container's flags are ones `simdra fleet` accepts."""
 
 from __future__ import annotations
+
+import pytest
 
 from driver.cli.fleet import add_parser
 from driver.cli.parser import OneLineParser
@@ -51,7 +54,7 @@ def test_the_chart_renders_the_fleet_only_when_enabled_and_as_deploy_fleet_does(
         rendered: dict[str, list[JSON]]) -> None:
     assert not [o for o in rendered["helm/default"] if "fleet" in o["metadata"]["name"]]
     chart = [o for o in template(settings=["fleet.enabled=true"], namespace=FLEET_NAMESPACE)
-             if o["metadata"]["name"] == "simdra-fleet"]
+             if o["metadata"]["name"].startswith("simdra-fleet")]
     assert differences(chart, rendered["fleet"]) == []
 
 
@@ -74,3 +77,70 @@ def test_churn_and_latency_reach_the_chart_rendering() -> None:
     (deployment,) = of_kind(objects, "Deployment")
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--churn=health=6" in args and "--prepare-latency=0.5" in args
+
+
+def fleet_args(objects: list[JSON]) -> dict[str, str]:
+    """The fleet container's `--flag=value` arguments."""
+    (container,) = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return dict(arg.removeprefix("--").split("=", 1) for arg in container["args"])
+
+
+def variable(policy: JSON, name: str) -> str:
+    (expression,) = [v["expression"] for v in policy["spec"]["variables"]
+                     if v["name"] == name]
+    return str(expression)
+
+
+def check_fleet_policies(objects: list[JSON], namespace: str) -> None:
+    """Both policies apply to the fleet's ServiceAccount, follow its flags, and deny."""
+    args = fleet_args(objects)
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    user = f'"system:serviceaccount:{namespace}:{pod["serviceAccountName"]}"'
+    nodes = one(objects, "ValidatingAdmissionPolicy", f"{pod['serviceAccountName']}-own-nodes")
+    slices = one(objects, "ValidatingAdmissionPolicy",
+                 f"{pod['serviceAccountName']}-own-slices")
+    for policy, resources in ((nodes, ["nodes", "nodes/status"]),
+                              (slices, ["resourceslices"])):
+        (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
+        assert rule["resources"] == resources
+        assert set(rule["operations"]) == {"CREATE", "UPDATE", "DELETE"}
+        (condition,) = policy["spec"]["matchConditions"]
+        assert user in condition["expression"]
+        assert policy["spec"]["failurePolicy"] == "Fail"
+        assert variable(policy, "prefix") == f'"{args["node-prefix"]}"'
+        binding = one(objects, "ValidatingAdmissionPolicyBinding", policy["metadata"]["name"])
+        assert binding["spec"] == {"policyName": policy["metadata"]["name"],
+                                   "validationActions": ["Deny"]}
+    assert variable(slices, "driver") == f'"{args["driver-name"]}"'
+
+
+def test_the_fleet_policies_follow_its_service_account_prefix_and_driver(
+        rendered: dict[str, list[JSON]]) -> None:
+    check_fleet_policies(rendered["fleet"], FLEET_NAMESPACE)
+
+
+def test_the_node_policy_checks_the_label_on_create_before_and_after_a_patch(
+        rendered: dict[str, list[JSON]]) -> None:
+    policy = one(rendered["fleet"], "ValidatingAdmissionPolicy", "simdra-fleet-own-nodes")
+    label = '.metadata.?labels[?"simdra.dev/fleet"].orValue("")'
+    assert f"object{label}" in variable(policy, "newLabel")
+    assert f"oldObject{label}" in variable(policy, "oldLabel")
+    checks = [v["expression"] for v in policy["spec"]["validations"]]
+    assert checks == [
+        'request.operation != "CREATE" || variables.newLabel == variables.prefix',
+        'request.operation == "CREATE" || variables.oldLabel == variables.prefix',
+        'request.operation != "UPDATE" || variables.newLabel == variables.prefix']
+
+
+@pytest.mark.parametrize("settings", [
+    ["fleet.enabled=true"],
+    ["fleet.enabled=true", "fleet.nodePrefix=scale", "driverName=crypto.example.com",
+     "name=crypto"],
+])
+def test_the_chart_renders_the_fleet_policies_for_its_values(settings: list[str]) -> None:
+    check_fleet_policies(template(settings=settings, namespace="dra-system"), "dra-system")
+
+
+def test_no_fleet_policies_without_admission_policies() -> None:
+    objects = template(settings=["fleet.enabled=true", "admissionPolicy.enabled=false"])
+    assert of_kind(objects, "ValidatingAdmissionPolicy") == []

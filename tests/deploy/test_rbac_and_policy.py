@@ -1,11 +1,12 @@
 """The plugin's ServiceAccount may do exactly what the plugin needs with the features its
 overlay turns on (claim status writes only with the claim-status component), and the
-admission policy confines its ResourceSlice writes to its own node."""
+admission policy confines its ResourceSlice writes to its own node and driver."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.deploy.helm import template
 from tests.deploy.layout import (
     CLAIM_STATUS_OVERLAYS,
     CLAIM_STATUS_ROLE,
@@ -209,3 +210,42 @@ def test_admission_policy_is_bound_to_deny(base):
 
     assert binding["policyName"] == one(base, "ValidatingAdmissionPolicy")["metadata"]["name"]
     assert binding["validationActions"] == ["Deny"]
+
+
+def policy_driver(objects: list[JSON]) -> str:
+    """The driver name the plugin's admission policy holds its slice writes to."""
+    policy = one(objects, "ValidatingAdmissionPolicy")["spec"]
+    (expression,) = [v["expression"] for v in policy["variables"] if v["name"] == "driver"]
+    assert expression.startswith('"') and expression.endswith('"'), expression
+    return str(expression[1:-1])
+
+
+def plugin_driver(objects: list[JSON]) -> str:
+    (container,) = one(objects, "DaemonSet")["spec"]["template"]["spec"]["containers"]
+    return str(env_of(container)["DRIVER_NAME"]["value"])
+
+
+@pytest.mark.parametrize("overlay", DEPLOYMENTS)
+def test_admission_policy_holds_the_plugin_to_the_driver_it_runs_as(rendered, overlay):
+    objects = rendered[overlay]
+
+    assert policy_driver(objects) == plugin_driver(objects) == DRIVER
+
+
+def test_a_chart_release_of_another_driver_polices_that_driver():
+    objects = template(settings=["driverName=crypto.example.com"])
+
+    assert policy_driver(objects) == plugin_driver(objects) == "crypto.example.com"
+
+
+def test_admission_policy_checks_the_driver_of_the_new_and_the_old_slice(base):
+    policy = one(base, "ValidatingAdmissionPolicy")["spec"]
+    variables = {v["name"]: " ".join(v["expression"].split()) for v in policy["variables"]}
+
+    # CREATE has only the new object, DELETE only the old, UPDATE both: both checked.
+    assert variables["objectDrivers"] == (
+        '(request.operation == "DELETE" ? [] : [object.spec.driver]) + '
+        '(request.operation == "CREATE" ? [] : [oldObject.spec.driver])')
+    (check,) = [v for v in policy["validations"] if "objectDrivers" in v["expression"]]
+    assert check["expression"] == "variables.objectDrivers.all(d, d == variables.driver)"
+    assert "may only write ResourceSlices of that driver" in check["messageExpression"]

@@ -1,6 +1,7 @@
 """`simdra fleet` on the e2e's real control plane: 100 simulated DRA nodes that kwok keeps
 Ready, pods the REAL scheduler places on them, claims whose status.devices the fleet
-writes, and a NoExecute device taint that the real eviction controller acts on.
+writes, and a NoExecute device taint that the real eviction controller acts on; and a
+fleet whose node names a real Node already has, which refuses to start.
 
 kwok (tests/e2e/build-kwok.sh) manages only the nodes annotated kwok.x-k8s.io/node=fake:
 the fleet's, never the e2e's other nodes. Everything the scenario made goes at the end.
@@ -278,3 +279,38 @@ def test_fleet_device_noexecute_taint_evicts_its_pod(
     finally:
         kind = f"devicetaintrules.{version.split('/')[1]}.resource.k8s.io"
         control_plane.kubectl("delete", kind, RULE, "--ignore-not-found")
+
+
+TAKEN = "e2e-taken"
+
+
+def test_a_fleet_whose_node_name_a_real_node_has_refuses_and_leaves_it_alone(
+        control_plane: ControlPlane, tmp_path: Path) -> None:
+    """A real node named like the fleet's second: the fleet exits 1 with one line naming
+    it, publishes no slice, and leaves the Node as it was."""
+    core = client.CoreV1Api(control_plane.api_client())
+    resource = client.ResourceV1Api(control_plane.api_client())
+    real = core.create_node({"metadata": {"name": f"{TAKEN}-0001",
+                                          "labels": {"role": "db"}}})
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "driver", "fleet", "--kubeconfig",
+             str(control_plane.kubeconfig), "--driver-name", DRIVER, "--nodes", "3",
+             "--node-prefix", TAKEN], capture_output=True, text=True, timeout=120, cwd=REPO)
+        after = core.read_node(real.metadata.name)
+        slices = [s.metadata.name for s in resource.list_resource_slice(
+            field_selector=f"spec.driver={DRIVER}").items
+            if s.spec.node_name.startswith(f"{TAKEN}-")]
+    finally:
+        core.delete_node(real.metadata.name)
+        core.delete_collection_node(label_selector=f"simdra.dev/fleet={TAKEN}")
+    assert done.returncode == 1, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, done.stderr[-2000:]
+    assert f"cannot start: node {TAKEN}-0001 exists and is not this fleet's" in errors[0]
+    assert slices == []
+    # The node lifecycle controller may taint it (no kubelet): only the fleet's marks count.
+    assert after.metadata.uid == real.metadata.uid
+    assert after.metadata.labels == {"role": "db"}
+    assert "kwok.x-k8s.io/node" not in (after.metadata.annotations or {})
+    assert "simdra.dev/fleet" not in {t.key for t in after.spec.taints or []}

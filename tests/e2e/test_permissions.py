@@ -22,6 +22,7 @@ from driver.testing.cluster import wait_until
 
 from .conftest import REPO, logs_dir
 from .controlplane import ControlPlane
+from .forged import SLICES, Caller, denied, slice_body
 from .hostnode import DRIVER, HostNode
 from .workloads import Workloads, exactly, unique
 
@@ -123,6 +124,41 @@ def test_admission_policy_confines_the_plugin_to_its_node(
     assert status == 422 and "may only write ResourceSlices of that node" in text, text
     status, text = _as_plugin(control_plane, token, "GET", "/api/v1/namespaces/default/pods")
     assert status == 403, f"the plugin can list pods: {text[:200]}"
+
+
+OTHER_DRIVER = "other.example.com"
+
+
+@pytest.fixture
+def other_drivers_slice(control_plane: ControlPlane) -> Iterator[JSON]:
+    """A slice of another driver on the plugin's own node, as that driver published it."""
+    resource = client.ResourceV1Api(control_plane.api_client())
+    body = slice_body("e2e-rbac-other-driver", OTHER_DRIVER, NODE)
+    stored = resource.create_resource_slice(body, _preload_content=False)
+    try:
+        yield dict(json.loads(stored.data))
+    finally:
+        resource.delete_resource_slice(body["metadata"]["name"])
+
+
+def test_admission_policy_confines_the_plugin_to_its_driver(
+        control_plane: ControlPlane, restricted_node: tuple[HostNode, str],
+        other_drivers_slice: JSON) -> None:
+    """A plugin started with another driver's name (a typo, a copied values file) can
+    neither create, overwrite nor delete that driver's slices on its own node."""
+    plugin = Caller(control_plane, token=restricted_node[1])
+    message = (f"the simdra kubelet plugin of driver '{DRIVER}' may only write "
+               f"ResourceSlices of that driver, not slices of driver '{OTHER_DRIVER}'")
+    path = f"{SLICES}/{other_drivers_slice['metadata']['name']}"
+    create = plugin.refused("POST", SLICES, slice_body("e2e-rbac-forged", OTHER_DRIVER, NODE))
+    assert denied(create, message), create
+    update = plugin.refused("PUT", path, other_drivers_slice)
+    assert denied(update, message), update
+    delete = plugin.refused("DELETE", path)
+    assert denied(delete, message), delete
+    # Its own driver's slices of its node it still writes.
+    status, text = plugin.send("POST", SLICES, slice_body("e2e-rbac-own", DRIVER, NODE))
+    assert status == 201, text
 
 
 def test_claim_status_written_and_removed(restricted_node: tuple[HostNode, str],

@@ -95,3 +95,21 @@ def test_a_refused_start_is_one_line_and_exit_1(tmp_path: Path) -> None:
     errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
     assert len(errors) == 1 and "cannot start" in errors[0] and "404" in errors[0]
     assert "Traceback" not in done.stderr
+
+
+def test_a_node_prefix_taken_by_real_nodes_is_one_line_exit_1_and_nothing_published(
+        tmp_path: Path) -> None:
+    with APIServer() as server:
+        real = server.put_object("nodes", {"metadata": {"name": "prod-0000"}})
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        done = subprocess.run(
+            [sys.executable, "-m", "driver", "fleet", "--kubeconfig", str(kubeconfig),
+             "--nodes", "3", "--node-prefix", "prod"], capture_output=True, text=True,
+            timeout=60)
+        slices = server.objects("resourceslices")
+        after = server.get_object("nodes", "prod-0000")
+    assert done.returncode == 1
+    (error,) = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert "cannot start: node prod-0000 exists and is not this fleet's" in error
+    assert "Traceback" not in done.stderr
+    assert slices == [] and after == real

@@ -24,6 +24,7 @@ from typing import Any
 
 from driver.claims.allocation import OpaqueConfig
 from driver.claims.config.decode import ConfigError, decode_config
+from driver.core.textlimits import one_line
 from driver.devices.config_handler import ConfigHandler, ConfigTarget
 
 __all__ = ["ConfigEntry", "ConfigTarget", "Resolved", "decode_entries", "merged",
@@ -79,16 +80,23 @@ def decode_entries(
         try:
             config, handler = decode_config(entry.parameters, path, handlers)
         except ConfigError as exc:
-            problems += [f"{p} ({entry.source or 'unknown source'})" for p in exc.problems]
+            problems += [f"{p} ({_source(entry.source)})" for p in exc.problems]
             continue
         found = handler.problems(config, path)
         if found:
-            problems += [f"{p} ({entry.source})" for p in found]
+            problems += [f"{p} ({_source(entry.source)})" for p in found]
             continue
-        decoded.append(ConfigEntry(entry.source, entry.requests, path, config, handler))
+        decoded.append(ConfigEntry(_source(entry.source), entry.requests, path, config,
+                                   handler))
     if problems:
         raise ConfigError(problems)
     return decoded
+
+
+def _source(source: str) -> str:
+    """How problems name where an entry came from (FromClass or FromClaim, as the API
+    server allows; the claim's text is shown on one line whatever it holds)."""
+    return one_line(source, 40) if source else "unknown source"
 
 
 def resolve_all(

@@ -16,6 +16,7 @@ import errno
 import fcntl
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,8 +24,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from driver.atomicfile import write_atomic
+from driver.core.nofollow import read_regular
 from driver.devices.faults.errors import FaultError, FaultLockTimeout
 from driver.devices.faults.state import FaultState
+
+MAX_FAULT_FILE_BYTES = 64 << 20  # far more than any fault list `simdra fault` writes
+# What `_read_if_new` reads from a link or a file that is not regular: nothing.
+_NOT_A_FILE = b"\0"
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +69,15 @@ class FaultFile:
 
     def load(self) -> FaultState:
         """Read the file now; FaultError when it is corrupt."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+        try:  # a link is refused, never followed
+            data = read_regular(self.path, MAX_FAULT_FILE_BYTES)
+        except OSError as err:
+            raise FaultError(f"fault file: {err}: move it aside") from None
+        if data is None:
             return FaultState()
+        if len(data) > MAX_FAULT_FILE_BYTES:
+            raise FaultError(f"fault file {self.path} is larger than {MAX_FAULT_FILE_BYTES} "
+                             "bytes: move it aside")
         return FaultState.from_bytes(data, str(self.path))
 
     def current(self) -> FaultState:
@@ -90,6 +101,9 @@ class FaultFile:
             return
         self._seen = identity
         try:
+            if data is _NOT_A_FILE:
+                raise FaultError(f"fault file {self.path} is a symlink or not a regular "
+                                 "file; not followed: move it aside")
             state = FaultState() if data is None else FaultState.from_bytes(data, str(self.path))
         except FaultError as err:
             self.error = f"{err}; keeping the previous faults"
@@ -102,12 +116,19 @@ class FaultFile:
 
     def _read_if_new(self) -> tuple[tuple[int, ...] | None, bytes | None]:
         """(identity, content); content is read from the same open file it describes."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
+        try:  # a link is not followed, a FIFO does not block
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return None, None
+        except OSError as err:
+            if err.errno != errno.ELOOP:
+                raise
+            st = os.lstat(self.path)
+            return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns), _NOT_A_FILE
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns), _NOT_A_FILE
             identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             return identity, (None if identity == self._seen else f.read())
 
@@ -134,7 +155,7 @@ class FaultFile:
 @contextlib.contextmanager
 def hold_lock(path: Path, timeout: float) -> Iterator[None]:
     """Hold an exclusive flock on `path` (created when missing); FaultLockTimeout."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):

@@ -8,11 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from driver.core.textlimits import one_line
 from driver.devices.faults.errors import FaultError
 from driver.devices.faults.targets import show
 
 MAX_MESSAGE_CHARS = 1024
 MAX_SLOW_SECONDS = 3600.0
+SHOWN_CHARS = 80  # of a bad value in an error: the file may hold anything
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,10 @@ def entry_from_json(raw: Any) -> DeviceFaults:
         raise FaultError("must be an object")
     unknown = set(raw) - {"health", "message", "removed", "failPrepares", "slowPrepares"}
     if unknown:
-        raise FaultError(f"unknown fields {sorted(unknown)}")
+        raise FaultError(f"unknown fields {one_line(sorted(unknown), 2 * SHOWN_CHARS)}")
     health = raw.get("health", "healthy")
     if health not in ("healthy", "unhealthy"):
-        raise FaultError(f'"health" must be "healthy" or "unhealthy", not {health!r}')
+        raise FaultError(f'"health" must be "healthy" or "unhealthy", not {_shown(health)}')
     fail = _object(raw, "failPrepares", {"count", "message"})
     slow = _object(raw, "slowPrepares", {"count", "seconds"})
     slow_count = check_count(_typed(slow, "count", int, 0))
@@ -106,23 +108,27 @@ def _typed(raw: Mapping[str, Any], name: str, kind: type | tuple[type, ...], def
     value = raw.get(name, default)
     # bool is an int in Python; a count of `true` is a mistake, not 1.
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise FaultError(f'"{name}" has the wrong type: {value!r}')
+        raise FaultError(f'"{name}" has the wrong type: {_shown(value)}')
     return value
 
 
 def check_count(count: int) -> int:
     """A remaining-prepares count: 0 or more."""
     if count < 0:
-        raise FaultError(f"count must be 0 or more, not {count}")
+        raise FaultError(f"count must be 0 or more, not {_shown(count)}")
     return count
 
 
 def check_seconds(seconds: float) -> float:
     """A slow-prepare delay: more than 0, at most MAX_SLOW_SECONDS."""
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_SLOW_SECONDS):
+    try:
+        value = float(seconds)
+    except OverflowError:  # an integer too large for a float
+        value = math.inf
+    if not (math.isfinite(value) and 0 < value <= MAX_SLOW_SECONDS):
         raise FaultError(f"seconds must be more than 0 and at most {MAX_SLOW_SECONDS:g}, "
-                         f"not {seconds}")
-    return float(seconds)
+                         f"not {_shown(seconds)}")
+    return value
 
 
 def check_message(message: str) -> str:
@@ -131,3 +137,8 @@ def check_message(message: str) -> str:
         raise FaultError(f"message is {len(message)} characters; at most "
                          f"{MAX_MESSAGE_CHARS} are allowed")
     return message
+
+
+def _shown(value: Any) -> str:
+    """A bad value from the file as an error shows it: its repr, on one line, clipped."""
+    return one_line(repr(value), SHOWN_CHARS)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from driver.core.textlimits import load_json, one_line
 from driver.devices.faults.entry import DeviceFaults, entry_from_json
 from driver.devices.faults.errors import FaultError
 from driver.devices.faults.targets import parse_target, show, target_key
@@ -19,6 +20,10 @@ from driver.devices.faults.targets import parse_target, show, target_key
 FORMAT_VERSION = 1
 DEFAULT_UNHEALTHY_MESSAGE = "marked unhealthy by simdra fault"
 DEFAULT_FAIL_MESSAGE = "injected prepare failure"
+# Far above what `simdra fault` writes (an entry is about 100 bytes, nested 4 levels), so
+# that a hostile file costs neither the memory nor the stack of the plugin reading it.
+MAX_FILE_BYTES = 16 * 2**20
+MAX_FILE_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -111,15 +116,15 @@ class FaultState:
 def _devices_of(data: bytes, origin: str) -> dict[str, Any]:
     """The `devices` object of a control file, after checking the document around it."""
     try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        doc = load_json(data, max_bytes=MAX_FILE_BYTES, max_depth=MAX_FILE_DEPTH)
+    except ValueError as err:  # not JSON, over a limit, an integer of too many digits
         raise FaultError(f"fault file {origin}: not valid JSON: {err}") from None
     if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
         raise FaultError(f"fault file {origin}: expected an object with "
                          f'"version": {FORMAT_VERSION}')
     unknown = set(doc) - {"version", "devices"}
     if unknown:
-        raise FaultError(f"fault file {origin}: unknown fields {sorted(unknown)}")
+        raise FaultError(f"fault file {origin}: unknown fields {one_line(sorted(unknown), 160)}")
     devices = doc.get("devices", {})
     if not isinstance(devices, dict):
         raise FaultError(f'fault file {origin}: "devices" must be an object')

@@ -3,8 +3,9 @@ metadata file at upstream's path (template claims under the pod's claim name, na
 claims under the claim's name), and upstream's own decoder
 (k8s.io/dynamic-resource-allocation/devicemetadata, built here as
 tests/e2e/cmd/metadata-check) decodes and validates what the container saw; unprepare
-removes the file from the node. The feature is the driver's, with no gate: it runs on
-every release."""
+removes the file from the node; a rewrite of the file (the plugin's start-up restoring
+it from the claim's record) reaches the running container, which mounts the request's
+directory. The feature is the driver's, with no gate: it runs on every release."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from ..realnode import (
     HOLD,
     JSON,
     NAMESPACE,
+    PLUGIN_NAMESPACE,
     Kube,
+    PluginDeployment,
     allocated,
     container,
     request,
@@ -97,7 +100,45 @@ def test_node_container_reads_named_claim_metadata_and_unprepare_removes_it(
     assert "podClaimName" not in verdict
     _check_devices(verdict, claim, "gpu")
     on_node = Path(DATA_DIR, "dra-device-metadata", claim["metadata"]["uid"])
-    assert (on_node / "gpu" / "metadata.json").read_text() == kube.log("md-named-pod")
+    assert (on_node / "gpu" / f"{DRIVER}-metadata.json").read_text() == kube.log("md-named-pod")
     kube.delete_pod("md-named-pod")
     realnode.wait(f"{on_node} removed after unprepare", lambda: not on_node.exists(), 60,
                   kube.node.kubelet_log)
+
+
+def _generation(stream: str) -> int:
+    return int(json.loads(stream.splitlines()[0])["metadata"]["generation"])
+
+
+def test_node_a_rewrite_of_the_metadata_reaches_the_running_container(
+        kube: Kube, plugin: PluginDeployment) -> None:
+    """The file on the node is damaged while the pod runs; the plugin's next start
+    restores it from the claim's record as generation 2, renaming a new file into the
+    request's directory, and the running container reads that one (a bind-mounted file
+    would have kept it on the old inode)."""
+    kube.claim("md-rewrite", [request("gpu", GPU)])
+    inside = f"{INSIDE}/resourceclaims/md-rewrite/gpu/{DRIVER}-metadata.json"
+    kube.create_pod("md-rewrite-pod", [container("app", [{"name": "md"}], HOLD)],
+                    [{"name": "md", "resourceClaimName": "md-rewrite"}])
+    kube.wait_running("md-rewrite-pod")
+
+    def read_inside() -> str:
+        return kube.cp.kubectl("exec", "-n", NAMESPACE, "md-rewrite-pod", "--",
+                               "cat", inside).stdout
+
+    assert _generation(read_inside()) == 1
+    claim = kube.read_claim("md-rewrite")
+    [result] = allocated(claim)
+    on_node = Path(DATA_DIR, "dra-device-metadata", claim["metadata"]["uid"], "gpu",
+                   f"{DRIVER}-metadata.json")
+    on_node.write_text(on_node.read_text().replace(f'"{result["device"]}"', '"damaged"'))
+    old = {p["metadata"]["uid"] for p in plugin.pods()}
+    [old_name] = [p["metadata"]["name"] for p in plugin.pods()]
+    plugin.cp.kubectl("delete", "pod", "-n", PLUGIN_NAMESPACE, old_name, "--wait=false")
+    plugin.wait_rolled(old)
+    realnode.wait("the restarted plugin restores the metadata file as generation 2",
+                  lambda: _generation(on_node.read_text()) == 2, 60, kube.node.kubelet_log)
+
+    seen = read_inside()
+    assert _generation(seen) == 2 and '"damaged"' not in seen
+    assert seen == on_node.read_text()

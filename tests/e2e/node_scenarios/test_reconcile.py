@@ -1,8 +1,10 @@
 """Reconciliation on the real node, in free mode at its shortest settings: the kubelet
 loses its DRA state while its pod is deleted, so nothing will ever unprepare the pod's
 claim; the plugin finds the claim gone from the API, the kubelet's PodResources API
-lists no pod using it, so it unprepares it and a new pod gets the very same device. A
-claim that vanishes from the API while its pod still runs is kept, device and all."""
+lists the plugin's own pod (the DaemonSet's, named by the downward API) and a pod using
+another device but none using the claim's, so it unprepares it and a new pod gets the
+very same device. A claim that vanishes from the API while its pod still runs is kept,
+device and all."""
 
 from __future__ import annotations
 
@@ -84,6 +86,14 @@ def test_node_reconcile_frees_a_claim_the_kubelet_forgot(
 
         kube.node.restart_kubelet(lose_state)
         plugin.wait_ready()  # registered again with the new kubelet, slices republished
+        # Free mode frees only on the kubelet's positive knowledge: an answer listing DRA
+        # resources for no container (gate off, claim cache lost) proves nothing, so a
+        # pod on another GPU runs, and the kubelet lists its claim's device.
+        index = _index_of(plugin, result["pool"], result["device"])
+        kube.template("gpu-witness", GPU,
+                      selector=f'device.attributes["{realnode.DRIVER}"].index != {index}')
+        kube.pod("witness", "gpu-witness")
+        kube.wait_running("witness")
         wait(f"CDI spec of leaked claim {uid} removed by reconciliation",
              lambda: spec_file(claim) not in cdi_files(), 120, kube.node.kubelet_log,
              lambda: plugin.logs()[-1500:])
@@ -96,7 +106,6 @@ def test_node_reconcile_frees_a_claim_the_kubelet_forgot(
         assert freed is not None and freed >= 1.0, freed
 
         # CEL sees no device names: pin the new claim by the device's index attribute.
-        index = _index_of(plugin, result["pool"], result["device"])
         kube.template("gpu-same", "gpu.dra.example.com",
                       selector=f'device.attributes["{realnode.DRIVER}"].index == {index}')
         kube.pod("reuser", "gpu-same")
