@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from driver.core.textlimits import one_line
+
 
 @dataclass(frozen=True)
 class ClaimRef:
@@ -19,7 +21,9 @@ class ClaimRef:
     uid: str
 
     def __str__(self) -> str:
-        return f"{self.namespace}/{self.name} (uid {self.uid})"
+        # Each value comes from the kubelet (or whoever reached the DRA socket): clipped
+        # and on one line, so that no request can make a log line long or forge another.
+        return f"{one_line(self.namespace)}/{one_line(self.name)} (uid {one_line(self.uid)})"
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,19 @@ class KubeletPlugin:
             dra_socket, register_dra, max_workers=max_workers, name="dra",
             interceptors=interceptors, options=_SERVER_OPTIONS)
         self.dra_socket = self._dra_server.path
+        self._start_registration(registration_socket, interceptors)
+        log.info(
+            "kubelet plugin for %s: DRA socket %s, registration socket %s, services %s",
+            driver_name, self.dra_socket, self.registration_socket,
+            ", ".join(self.supported_versions),
+        )
+
+    def _start_registration(self, registration_socket: str,
+                            interceptors: Sequence[grpc.ServerInterceptor]) -> None:
+        """The registration socket's own server, Registration only; started once the DRA
+        socket serves, and the DRA server stopped again when it cannot start."""
         self.registration = RegistrationServicer(
-            driver_name, self.dra_socket, self.supported_versions)
+            self.driver_name, self.dra_socket, self.supported_versions)
         try:
             self._registration_server = start_unix_server(
                 registration_socket,
@@ -96,11 +107,6 @@ class KubeletPlugin:
             self._stop_dra(grace=None)
             raise
         self.registration_socket = self._registration_server.path
-        log.info(
-            "kubelet plugin for %s: DRA socket %s, registration socket %s, services %s",
-            driver_name, self.dra_socket, self.registration_socket,
-            ", ".join(self.supported_versions),
-        )
 
     def _register_dra(self, server: grpc.Server, preparer: ClaimPreparer,
                       serializer: contextlib.AbstractContextManager[Any] | None,

@@ -29,7 +29,10 @@ class CallSerializer:
             # Read-only: flock needs no write access, and closing a descriptor opened
             # for writing is an inotify event (IN_CLOSE_WRITE) in the data directory,
             # which the live-devices thread watches for the fault file.
-            self._fd = os.open(self.lock_file, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # O_NOFOLLOW: a link planted at the lock's name is refused, never created
+            # or opened at its target (start-up refuses one too; this covers the rest).
+            self._fd = os.open(self.lock_file,
+                               os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
         except BaseException:
             self._release_file()

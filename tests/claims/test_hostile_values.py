@@ -98,3 +98,14 @@ def test_every_per_claim_error_stays_under_4_kib(node, where):
     error = preparer.prepare([ClaimRef("default", f"claim-{A[:8]}", A)])[A].error
     assert error and len(error.encode()) <= ERROR_LIMIT
 
+
+
+def test_a_claim_ref_from_the_kubelet_prints_on_one_bounded_line():
+    """Whatever names reach the DRA socket, a log line naming the claim stays one short
+    line: values are clipped and control characters escaped."""
+    ref = ClaimRef("ns\nFAKE LOG LINE", "n" * 100_000, "uid\r\x1b[2J")
+
+    text = str(ref)
+
+    assert "\n" not in text and "\r" not in text and "\x1b" not in text
+    assert len(text) < 1000

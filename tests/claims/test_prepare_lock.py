@@ -159,3 +159,21 @@ def test_a_later_round_with_no_time_left_reads_nothing(node):
     assert isinstance(error, ClaimError) and node.source.held_at_reads == []
     assert f"claim default/{ref.name}: not read again from the API server" in str(error)
     assert f"the call's {FETCH_DEADLINE_S:g} s for reads are spent" in str(error)
+
+
+def test_a_link_at_the_lock_file_is_refused_and_its_target_never_made(tmp_path):
+    """A symlink planted at serialize.lock while the plugin runs: the next call fails
+    instead of creating (or flock-ing) the file the link points at."""
+    target = tmp_path / "elsewhere" / "made-by-the-plugin"
+    target.parent.mkdir()
+    lock_file = tmp_path / "serialize.lock"
+    lock_file.symlink_to(target)
+    serializer = CallSerializer(str(lock_file))
+
+    with pytest.raises(OSError), serializer:
+        pass
+    assert not target.exists()
+    # The in-process lock was released: the next call (once the link is gone) works.
+    lock_file.unlink()
+    with serializer:
+        assert _locked(str(lock_file))

@@ -3,8 +3,9 @@
 `derandomize` makes every run try the same inputs (a CI failure reproduces locally,
 and a pass is not luck), `database=None` and a storage directory under the temporary
 directory keep Hypothesis from writing `.hypothesis/` (its example database and its
-cache of the constants in our sources) into the repository, and no deadline: the machine may be shared, timing is not the
-property. HYPOTHESIS_PROFILE=hostile-long runs ten times more examples, by hand.
+cache of the constants in our sources) into the repository, and no deadline: the
+machine may be shared, timing is not the property. HYPOTHESIS_PROFILE=hostile-long
+runs ten times more examples, by hand.
 """
 
 from __future__ import annotations
