@@ -227,6 +227,11 @@ def test_sysfs_overlay_reads_the_host_devices(rendered, overlay, run_settings):
     dev_root = effective(container, "DEV_ROOT", run_settings)
     mount, volume = mounts[dev_root]
     assert volume["hostPath"]["path"] == "/dev" and mount["readOnly"] is True
+    # The runtime bind-mounts the termination message file at its path: under the
+    # read-only /dev it cannot make the mount point, and the container never starts.
+    assert not container["terminationMessagePath"].startswith("/dev/")
+    mount, volume = mounts[str(PurePosixPath(container["terminationMessagePath"]).parent)]
+    assert not mount.get("readOnly")
     # The host's default routes (whose NICs are not published) are read under PROC_ROOT,
     # which must be the host's /proc: the pod's own would show the pod's network.
     mount, volume = mounts[value(container, "PROC_ROOT")]
