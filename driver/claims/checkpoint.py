@@ -255,7 +255,4 @@ def _reason(exc: Exception) -> str:
 def _read(path: Path, uid: str) -> PreparedClaim:
     check_safe_name(uid)
     # Never more than the limit into memory; a link or a FIFO is refused, not followed.
-    data = read_regular(path, MAX_RECORD_BYTES)
-    if data is None:
-        raise FileNotFoundError(path)
-    return decode_record(data, uid)
+    return decode_record(read_regular(path, MAX_RECORD_BYTES), uid)

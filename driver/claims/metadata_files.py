@@ -81,7 +81,7 @@ def _write_request(path: Path, claim: PreparedClaim, request: RequestMetadata) -
     ref = claim.claim
     identity = (ref.namespace, ref.name, ref.uid)
     try:
-        old = read_regular(path, MAX_METADATA_BYTES)
+        old: bytes | None = read_regular(path, MAX_METADATA_BYTES)
     except OSError:
         old = None  # a link or no file: replaced by the rename, never followed
     generation = 1

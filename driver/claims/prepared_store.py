@@ -12,13 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from driver.atomicfile import (
-    TEMP_SUFFIX,
-    make_directory,
-    remove_durable,
-    safe_child,
-    write_atomic,
-)
+from driver.atomicfile import TEMP_SUFFIX, make_directory, remove_durable, safe_child, write_atomic
 from driver.claims.cdi import (
     CDI_DIR_MODE,
     CDI_SPEC_MODE,

@@ -64,8 +64,6 @@ def reservation(
         return Reservation(claim_uid, (), f"no CDI spec file name: {one_line(exc)}")
     try:
         data = read_regular(path, MAX_SPEC_BYTES)  # a link is refused, never followed
-        if data is None:
-            raise FileNotFoundError(path)
         spec = load_json(data, max_bytes=MAX_SPEC_BYTES, max_depth=MAX_SPEC_DEPTH)
         devices = spec_devices(spec)
     except FileNotFoundError:

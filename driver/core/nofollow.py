@@ -53,14 +53,12 @@ def real_directory(path: str | os.PathLike[str], mode: int) -> Path:
     return target
 
 
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes | None:
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     """Up to `limit` + 1 bytes of the regular file `path` (the caller sees a file over
-    its limit); None when it is missing. OSError (one line) when it is a symlink, a FIFO
-    or anything but a regular file: never followed, never blocks."""
+    its limit); FileNotFoundError when it is missing, OSError (one line) when it is a
+    symlink, a FIFO or anything but a regular file: never followed, never blocks."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
     except OSError as err:
         if err.errno != errno.ELOOP:
             raise

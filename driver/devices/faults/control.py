@@ -71,10 +71,10 @@ class FaultFile:
         """Read the file now; FaultError when it is corrupt."""
         try:  # a link is refused, never followed
             data = read_regular(self.path, MAX_FAULT_FILE_BYTES)
+        except FileNotFoundError:
+            return FaultState()
         except OSError as err:
             raise FaultError(f"fault file: {err}: move it aside") from None
-        if data is None:
-            return FaultState()
         if len(data) > MAX_FAULT_FILE_BYTES:
             raise FaultError(f"fault file {self.path} is larger than {MAX_FAULT_FILE_BYTES} "
                              "bytes: move it aside")
