@@ -6,7 +6,13 @@
 #
 #   ./hack/e2e.sh                     # all scenarios
 #   ./hack/e2e.sh -k cel              # pytest arguments pass through
-#   K8S_VERSION=1.35.4 ./hack/e2e.sh  # another release (1.34.x-1.37.x)
+#   K8S_VERSION=1.35.4 ./hack/e2e.sh  # another release (1.34.x-1.38.x)
+#   SIMDRA_E2E_UPGRADE_TO=1.38.0-beta.0 ./hack/e2e.sh  # only the upgrade scenario
+#                                     # (hack/e2e-upgrade.sh; needs both releases built)
+#
+# 1.38 builds with the Go 1.27 toolchain (GOTOOLCHAIN=go1.27.3, fetched from the module
+# proxy) and its node runs the 1.37.2 kubelet: the 1.38 kubelet cannot be built here
+# (tests/e2e/build.sh says why).
 #
 # Logs of every component: $SIMDRA_E2E_LOGS (default: a fresh directory, printed).
 # SIMDRA_E2E_SCHEDULER_V=7 makes the scheduler log why it passed over each device.
@@ -41,11 +47,24 @@ if ! kwok=$(bash tests/e2e/build-kwok.sh); then
   echo "e2e: FAILED in the build of kwok (see the line above)" >&2
   exit 1
 fi
+# The upgrade scenario runs alone, from the run's release to another (both built).
+select="e2e and not upgrade"
+if [ -n "${SIMDRA_E2E_UPGRADE_TO:-}" ]; then
+  if ! upgrade_bin=$(K8S_VERSION=$SIMDRA_E2E_UPGRADE_TO bash tests/e2e/build.sh); then
+    echo "e2e: FAILED in the build of Kubernetes $SIMDRA_E2E_UPGRADE_TO (the upgrade's target)" >&2
+    exit 1
+  fi
+  export SIMDRA_E2E_UPGRADE_BIN=$upgrade_bin
+  select="e2e and upgrade"
+fi
 echo "e2e: components ready in $(( $(date +%s) - start )) s: $bin, $kwok" >&2
+if [ -f "$bin/KUBELET_VERSION" ]; then
+  echo "e2e: control plane $(cat "$bin/VERSION"), kubelet $(cat "$bin/KUBELET_VERSION") (the newest that builds here; a supported skew)" >&2
+fi
 export SIMDRA_E2E_BIN=$bin SIMDRA_E2E_KWOK=$kwok
 echo "e2e: logs in $SIMDRA_E2E_LOGS" >&2
 set +e
-python -m pytest -m e2e tests -p no:cacheprovider -q "$@"
+python -m pytest -m "$select" tests -p no:cacheprovider -q "$@"
 rc=$?
 set -e
 if [ "$rc" -ne 0 ]; then

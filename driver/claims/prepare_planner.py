@@ -121,6 +121,24 @@ class PreparePlanner:
         )
         return False
 
+    def check_ready(self, recorded: PreparedClaim, progress: Progress) -> None:
+        """ClaimError unless every device the record holds is on the node now.
+
+        A prepare the record answers is the kubelet asking again after its own restart
+        or, before it restarts the pods, after a reboot (helper v0.38's contract): the
+        place to find that a device went away, rather than to answer with a CDI device
+        that names nothing and let the container fail to start."""
+        progress.step = "check devices ready"
+        inventory = self.inventory()
+        gone = sorted({f"{u.pool}/{u.device}" for u in recorded.units
+                       if inventory.device(u.pool, u.device) is None})
+        if gone:
+            shown = ", ".join(one_line(name) for name in gone[:_DEVICES_SHOWN])
+            more = f" and {len(gone) - _DEVICES_SHOWN} more" if len(gone) > _DEVICES_SHOWN else ""
+            which = f"devices {shown}{more} are" if len(gone) > 1 else f"device {shown} is"
+            raise ClaimError(f"{label(recorded.claim)}: prepared, but {which} no longer on "
+                             "this node; not ready (an unprepare of the claim releases it)")
+
     def plan(
         self, ref: ClaimRef, fetched: Fetched, progress: Progress, ledger: CapacityLedger
     ) -> PreparedClaim:

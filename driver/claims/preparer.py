@@ -30,15 +30,14 @@ unprepare, a prepare by another call or instance) is left unanswered, read again
 the section and brought to the next one, at most PREPARE_ROUNDS sections per call in all,
 the last of which answers it with an error naming the claim.
 
-A record answers only for the allocation it was made for: when the claim as read names
-other (pool, device, shareID)s for this driver than its record (the same UID
-deallocated and allocated again), the claim is planned for its allocation now, checked
-against the ledger without its old plan, and its record and CDI spec are rewritten in
-place (record first, as for any prepare); the ledger then holds the new devices instead
-of the old, which stay held for the other claims of the batch until it is written. A
-read that failed (API server down, too slow, 404) says nothing about the allocation, so
-the record answers as before; a claim that is another object under the same name
-(other UID) is an error. The record checks are `driver.claims.prepare_checks`.
+A record answers only for the allocation it was made for, and while its devices are on
+the node (after a reboot the kubelet prepares before it starts the pods): when the claim
+as read names other (pool, device, shareID)s than its record (the UID allocated anew),
+it is planned for its allocation now, checked against the ledger without its old plan,
+and its record and CDI spec are rewritten in place (record first); the old devices stay
+held for the other claims of the batch until it is written. A failed read (API server
+down, too slow, 404) says nothing about the allocation: the record answers as before;
+another object under the same name (other UID) is an error (`prepare_checks`).
 
 Two instances may share the directories during a rolling update (api-facts 6.1), serialized
 by a file lock. Memory is the source of truth while the process lives: records are
@@ -312,6 +311,7 @@ class Preparer:
             if recorded is not None and self._planner.record_answers(ref, fetched, recorded):
                 # Prepared for this allocation (kubelet restart, retry): same answer, no redo.
                 store.answered[ref.uid] = time.time()  # in use: not to be reconciled
+                self._planner.check_ready(recorded, progress)
                 progress.step = "restore CDI spec"
                 store.ensure_spec(recorded)
                 self._report_status(ref, recorded)

@@ -4,9 +4,13 @@ Pure functions: no file system access. The names follow the Go helper
 (k8s.io/dynamic-resource-allocation/kubeletplugin) so that an operator coming from a Go
 driver finds the sockets where they expect them:
 
-- DRA service socket: `<data dir>/dra.sock`, or `dra-<pod UID>.sock` with rolling updates.
+- DRA service socket: `<data dir>/dra.sock`; with rolling updates `dra-<pod UID>.sock`,
+  or `dra-<hash of the pod UID>` (no suffix, as helper v0.38) where that path is too long.
 - Registration socket: `<registry dir>/<driver>-reg.sock`; with rolling updates the first
   of three names, from most to least readable, whose full path fits the AF_UNIX limit.
+
+"Fits" is the helper v0.38 rule: shorter than 108 bytes, leaving room for the NUL (v0.37
+allowed 108 for registration; `max_path_bytes=UNIX_PATH_MAX` still gives its choice).
 """
 
 from __future__ import annotations
@@ -44,10 +48,20 @@ def plugin_data_dir(driver_name: str, plugins_dir: str = KUBELET_PLUGINS_DIR) ->
     return clean_join(plugins_dir, driver_name)
 
 
-def dra_socket_path(data_dir: str, pod_uid: str = "") -> str:
-    """Path of the DRA service socket; the pod UID makes it unique per instance."""
-    name = f"dra-{pod_uid}.sock" if pod_uid else "dra.sock"
-    return clean_join(data_dir, name)
+def dra_socket_path(
+    data_dir: str, pod_uid: str = "", max_path_bytes: int = GRPC_UNIX_PATH_MAX
+) -> str:
+    """Path of the DRA service socket; the pod UID makes it unique per instance.
+
+    A pod UID whose name does not fit is hashed, and the suffix dropped so that even the
+    longest driver name fits under the default plugins directory (helper v0.38
+    `rollingUpdatePluginSocketFile`)."""
+    if not pod_uid:
+        return clean_join(data_dir, "dra.sock")
+    path = clean_join(data_dir, f"dra-{pod_uid}.sock")
+    if path_bytes(path) <= max_path_bytes:
+        return path
+    return clean_join(data_dir, "dra-" + _b64url_sha256(pod_uid, 8))
 
 
 def _b64url_sha256(data: str, nbytes: int) -> str:
@@ -106,8 +120,9 @@ _B64URL_8_BYTES = r"[A-Za-z0-9_-]{11}"  # unpadded base64url of 8 bytes
 
 def is_instance_dra_socket(name: str) -> bool:
     """True for the name of a DRA socket any instance of a driver uses in its data dir
-    (`dra.sock`, `dra-<pod UID>.sock`)."""
-    return re.fullmatch(rf"dra(-{_POD_UID})?\.sock", name) is not None
+    (`dra.sock`, `dra-<pod UID>.sock`, `dra-<hash of the pod UID>`)."""
+    pattern = rf"dra(-{_POD_UID})?\.sock|dra-{_B64URL_8_BYTES}"
+    return re.fullmatch(pattern, name) is not None
 
 
 def is_instance_registration_socket(driver_name: str, name: str) -> bool:

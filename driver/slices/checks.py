@@ -2,8 +2,10 @@
 
 Two layers:
 - pool-wide rules no single slice can check (api-facts 6.3 "local validation"): device names
-  unique in the pool, counter-set names unique in the pool, and every `consumesCounters`
-  entry naming a counter set of the pool and only counters that set defines;
+  unique in the pool, counter-set names unique in the pool, every `consumesCounters`
+  entry naming a counter set of the pool and only counters that set defines, and no
+  attribute or capacity name qualified with the driver's own domain (the Go helper's
+  `ValidateQualifiedNames`, on by default from v0.38);
 - every slice the pool will be published as, checked with the API server's own rules
   (`validation.validate_slice`: names, limits, requestPolicy, taints, ...).
 
@@ -50,17 +52,19 @@ def check_pool(
     `slice_objects` are the complete ResourceSlice objects (one per desired slice, same
     order) the pool would be published as.
     """
-    return pool_problems(desired, [validate_slice(obj) for obj in slice_objects])
+    objects = list(slice_objects)
+    driver = next((str(o.get("spec", {}).get("driver", "")) for o in objects), "")
+    return pool_problems(desired, [validate_slice(obj) for obj in objects], driver)
 
 
 def pool_problems(
-    desired: DesiredPool, slice_errors: Sequence[Sequence[FieldError]]
+    desired: DesiredPool, slice_errors: Sequence[Sequence[FieldError]], driver: str = ""
 ) -> list[PoolProblem]:
     """Pool-wide rule problems plus the given `validate_slice` errors of each slice.
 
     Lets a caller reuse the (costly) errors of slices that did not change.
     """
-    problems = pool_rule_problems(desired)
+    problems = pool_rule_problems(desired, driver)
     for index, errors in enumerate(slice_errors):
         devices = desired.slices[index].devices
         for error in errors:
@@ -70,8 +74,9 @@ def pool_problems(
     return problems
 
 
-def pool_rule_problems(desired: DesiredPool) -> list[PoolProblem]:
-    """Problems only visible across the slices of a pool."""
+def pool_rule_problems(desired: DesiredPool, driver: str = "") -> list[PoolProblem]:
+    """Problems only visible across the slices of a pool (and, given the driver, names
+    that repeat its domain)."""
     problems: list[PoolProblem] = []
     counter_sets: dict[str, set[str]] = {}
     for counter_set in (c for s in desired.slices for c in s.shared_counters):
@@ -92,10 +97,31 @@ def pool_rule_problems(desired: DesiredPool) -> list[PoolProblem]:
             )
         seen.add(name)
         problems += _consumption_problems(desired.name, name, device, counter_sets)
+        problems += own_domain_problems(desired.name, name, device, driver)
     for index, desired_slice in enumerate(desired.slices):
         if desired_slice.devices and desired_slice.shared_counters:
             problems += _pair_limit_problems(desired.name, index, desired_slice)
     return problems + _partition_cost_problems(desired)
+
+
+def own_domain_problems(
+    pool: str, device_name: str, device: Mapping[str, Any], driver: str
+) -> list[PoolProblem]:
+    """Attribute and capacity names qualified with the driver's own domain
+    (`<driver>/foo`): the same name as `foo` in the driver's slices, so publishing it is
+    redundant at best, and with both forms CEL sees either value at random. The Go
+    helper refuses such a pool from v0.38 (resourceslice `validateUnqualifiedName`)."""
+    if not driver:
+        return []
+    problems = []
+    for field in ("attributes", "capacity"):
+        for name in device.get(field) or {}:
+            domain, _, bare = str(name).partition("/")
+            if bare and domain == driver:
+                problems.append(PoolProblem(
+                    pool, device_name, f"{field}[{name}]",
+                    f'use the unqualified name "{bare}": the driver\'s domain is implied'))
+    return problems
 
 
 def _partition_cost_problems(desired: DesiredPool) -> list[PoolProblem]:

@@ -65,7 +65,7 @@ class ValidatedPools:
         return set() if self._inventory is None else self.adopt(self._inventory, node_uid)
 
     def _validate(self, pool: DesiredPool, node_uid: str | None) -> None:
-        problems = pool_problems(pool, self._slice_errors(pool, node_uid))
+        problems = pool_problems(pool, self._slice_errors(pool, node_uid), self._driver)
         with self._lock:
             before = self.problems.pop(pool.name, [])
             if problems:

@@ -114,7 +114,6 @@ def test_prepare_again_returns_the_same_answer_without_touching_files(node):
         (p.stat().st_ino, p.stat().st_mtime_ns) for p in (node.spec_path(A), node.record_path(A))
     ]
     node.source.claims.clear()  # a failed read says nothing: the record answers
-    node.inventory = inventory(gpus=0, nics=0)  # nor from the inventory
     for preparer in (node.preparer(), node.preparer()):  # also across restarts
         again = _ok(preparer.prepare([ref, ref]))[A]
         assert again == first
@@ -122,6 +121,21 @@ def test_prepare_again_returns_the_same_answer_without_touching_files(node):
         (p.stat().st_ino, p.stat().st_mtime_ns) for p in (node.spec_path(A), node.record_path(A))
     ]
     assert after == before
+
+
+def test_a_prepared_claim_whose_device_went_away_is_not_answered_ready(node):
+    # After a reboot the kubelet prepares again before it restarts the pod (helper v0.38's
+    # contract): a device gone meanwhile is an error naming it, never a CDI device of
+    # nothing, and the record stays, so the claim is ready again when the device is back.
+    ref = node.add(A, result("gpus", "gpu-1"), result("net", "nic-0", share=SHARE_1, consumed={}))
+    first = _ok(node.preparer().prepare([ref]))[A]
+    node.inventory = inventory(gpus=1, nics=1)  # gpu-1 fell off the bus
+    (answer,) = node.preparer().prepare([ref]).values()
+    assert "node-a/gpu-1 is no longer on this node; not ready" in answer.error
+    assert "[step: check devices ready]" in answer.error and "nic-0" not in answer.error
+    assert node.record_path(A).exists() and node.spec_path(A).exists()
+    node.inventory = inventory(gpus=2, nics=1)
+    assert _ok(node.preparer().prepare([ref]))[A] == first
 
 
 def test_prepare_restores_a_lost_cdi_file_of_a_prepared_claim(node):

@@ -161,7 +161,6 @@ def test_an_unchanged_allocation_is_answered_from_the_record_without_a_rewrite(n
     first = _ok(preparer.prepare([ref]))[A]
     before = node.file_states(A)
     node.source.reads = 0
-    node.inventory = inventory(gpus=0, nics=0)  # a new plan would fail: none is made
 
     with caplog.at_level(logging.INFO, logger="driver.claims.preparer"):
         for again in (preparer, node.preparer()):  # also after a restart

@@ -3,7 +3,7 @@
 # source modules (the Go module proxy), and prints the directory holding the binaries.
 #
 #   tests/e2e/build.sh                      # default: the release go.mod pins (newest served)
-#   K8S_VERSION=1.35.4 tests/e2e/build.sh   # another release (1.34.x-1.37.x)
+#   K8S_VERSION=1.35.4 tests/e2e/build.sh   # another release (1.34.x-1.38.x)
 #
 # The pinned release builds from the committed go.mod/go.sum. Any other release builds
 # from a module written fresh for it (k8s.io/kubernetes at that version, its staging
@@ -19,14 +19,29 @@ here=$(cd "$(dirname "$0")" && pwd)
 pinned=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print substr($2, 2); exit}' "$here/go.mod")
 version=${K8S_VERSION:-$pinned}
 version=${version#v}
+# A release whose kubelet cannot be built here runs the newest kubelet that can, within
+# the supported skew (a kubelet up to three minors older than its API server): 1.38's
+# imports sigs.k8s.io/iptables-wrappers, which the module proxy refuses at every version.
+# bin/KUBELET_VERSION names the kubelet's release; drop the entry the day it is served.
+kubelet_from=""
 case "$version" in
   1.3[4-7].*) ;;
-  *) echo "e2e build: K8S_VERSION=$version is not supported (1.34.x-1.37.x)" >&2; exit 2 ;;
+  1.38.*)
+    kubelet_from=1.37.2
+    # 1.38 declares `go 1.27`; the go command fetches that toolchain from the proxy.
+    export GOTOOLCHAIN=${SIMDRA_GO127:-go1.27.3} ;;
+  *) echo "e2e build: K8S_VERSION=$version is not supported (1.34.x-1.38.x)" >&2; exit 2 ;;
 esac
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/simdra-e2e
 dest=$cache/k8s-v$version
 core=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 extra=(kubectl)
+if [ -n "$kubelet_from" ]; then
+  if ! kubelet_bin=$(env -u GOTOOLCHAIN K8S_VERSION=$kubelet_from bash "$0"); then
+    echo "e2e build: the kubelet of $kubelet_from (for Kubernetes v$version) failed" >&2
+    exit 1
+  fi
+fi
 
 missing() {  # the names among "$@" not yet in the cache
   for c in "$@"; do [ -x "$dest/bin/$c" ] || echo "$c"; done
@@ -61,6 +76,7 @@ fresh_module() {  # a go.mod for another release, resolved from that release's o
   etcd=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$modfile")
   [ -n "$etcd" ] && go mod edit -require="go.etcd.io/etcd/server/v3@$etcd"
   for m in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
+    [ "$m" = kubelet ] && [ -n "$kubelet_from" ] && continue
     go mod edit -tool="k8s.io/kubernetes/cmd/$m"
   done
   if ! go mod tidy >"$work/tidy.log" 2>&1; then
@@ -85,6 +101,11 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 build() {  # name
   local pkg="k8s.io/kubernetes/cmd/$1"
+  if [ "$1" = kubelet ] && [ -n "$kubelet_from" ]; then
+    echo "e2e build: kubelet from Kubernetes v$kubelet_from (v$version's cannot be built)" >&2
+    cp "$kubelet_bin/kubelet" bin/kubelet && echo "v$kubelet_from" > bin/KUBELET_VERSION
+    return
+  fi
   [ "$1" = etcd ] && pkg=./cmd/etcd
   echo "e2e build: $1 (Kubernetes v$version)" >&2
   if ! nice go build -trimpath -ldflags="-s -w$stamp" -o "bin/$1" "$pkg" >"$work/$1.log" 2>&1; then

@@ -125,10 +125,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         _results.append((item.name, report.outcome, report.duration, first))
 
 
-def _release() -> str:
-    """The Kubernetes release this run built (its bin directory's VERSION stamp)."""
-    stamp = Path(os.environ.get("SIMDRA_E2E_BIN", "/nonexistent")) / "VERSION"
-    return stamp.read_text().strip() if stamp.exists() else "unknown"
+def _release(stamp_name: str = "VERSION") -> str:
+    """The Kubernetes release this run built (its bin directory's VERSION stamp); with
+    "KUBELET_VERSION", the kubelet's where it is another (tests/e2e/build.sh), else ""."""
+    stamp = Path(os.environ.get("SIMDRA_E2E_BIN", "/nonexistent")) / stamp_name
+    if stamp.exists():
+        return stamp.read_text().strip()
+    return "unknown" if stamp_name == "VERSION" else ""
+
+
+def _release_line() -> str:
+    kubelet = _release("KUBELET_VERSION")
+    if not kubelet:
+        return f"Kubernetes {_release()}"
+    return (f"Kubernetes {_release()} control plane, kubelet {kubelet} (the newest that "
+            "builds here; a kubelet up to three minors older is a supported skew)")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -136,7 +147,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     write = terminalreporter.write_line
     write("")
-    write(f"Kubernetes {_release()}")
+    write(_release_line())
     write(f"{'scenario':<52} {'result':<8} {'seconds':>8}")
     for name, outcome, duration, why in _results:
         note = f"  ({why})" if outcome == "skipped" else ""
@@ -145,6 +156,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         if outcome == "failed":
             write(f"E2E FAILED: {name}: {first} (logs: {logs_dir()})")
     # For hack/e2e-matrix.sh: one line per scenario, tab-separated.
-    lines = [f"{_release()}\t{n}\t{o}\t{d:.1f}\t{w}" for n, o, d, w in _results]
+    kubelet = _release("KUBELET_VERSION")
+    lines = [f"{_release()}\t{n}\t{o}\t{d:.1f}\t{w}\t{kubelet}" for n, o, d, w in _results]
     (logs_dir() / "results.tsv").write_text("".join(f"{line}\n" for line in lines))
 

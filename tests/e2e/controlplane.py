@@ -214,6 +214,7 @@ class ControlPlane:
         self.kubeconfig = self.workdir / "admin.kubeconfig"
         self._api_client: client.ApiClient | None = None
         self._features: dict[str, bool] | None = None
+        self._etcd_url = ""
         # The scheduler's bindingTimeout when this run set it (see _scheduler_config).
         self.binding_timeout: int | None = None
 
@@ -248,10 +249,30 @@ class ControlPlane:
         self.certs.create()
         self._write_tokens()
         gates = self.feature_gates()
-        etcd_url = self._start_etcd()
+        self._etcd_url = self._start_etcd()
         self.port = free_port()
-        self._start_apiserver(etcd_url, gates)
+        self._start_apiserver(self._etcd_url, gates)
         self.write_kubeconfig(self.kubeconfig, token=ADMIN_TOKEN, user="admin")
+        self._start_controller_manager(gates)
+        self._start_scheduler(gates)
+
+    def upgrade(self, bin_dir: str | Path) -> None:
+        """Replace the API server, controller-manager and scheduler by another release's,
+        in place: the same etcd, port, certificates and tokens, so clients (kubelets,
+        plugins, their kubeconfigs and service-account tokens) reconnect to the new
+        release as they would after a real control-plane upgrade. Gates follow the new
+        release; logs go on in the same files."""
+        kept = [c for c in self.components if c.name == "etcd"]
+        for component in reversed(self.components):
+            if component not in kept:
+                component.stop()
+        self.components = kept
+        if self._api_client is not None:
+            self._api_client.close()
+            self._api_client = None
+        self.bin, self._features = Path(bin_dir), None
+        gates = self.feature_gates()
+        self._start_apiserver(self._etcd_url, gates)
         self._start_controller_manager(gates)
         self._start_scheduler(gates)
 

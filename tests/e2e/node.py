@@ -277,6 +277,32 @@ class Node:
         wait_for(f"kubelet: node {self.name} Ready after a restart", self.is_ready,
                  ready_timeout, self.kubelet_log)
 
+    def reboot(
+        self, while_down: Callable[[], object] = lambda: None, ready_timeout: float = 180
+    ) -> None:
+        """What a reboot does to the node's software: the kubelet and containerd stop,
+        every container dies at once (SIGKILL), every mount goes, and what lives on tmpfs
+        is gone (containerd's and runc's state, the CDI specs in /var/run/cdi); disks keep
+        the rest (/var/lib/kubelet, plugin state, images). Then `while_down` runs, and
+        containerd and the kubelet start again, the Node waited Ready."""
+        self._terminate("kubelet", 20)
+        self._remove_containers()
+        self._terminate("containerd", 20)
+        self._kill_leftover_processes()
+        self._unmount()
+        for tmpfs in (self.run_dir / "containerd" / "state", self.run_dir / "containerd" / "runc"):
+            shutil.rmtree(tmpfs, ignore_errors=True)
+        run_cdi = Path("/var/run/cdi")  # /etc/cdi is on disk
+        for spec in run_cdi.glob("k8s.*.json") if run_cdi.is_dir() else ():
+            spec.unlink(missing_ok=True)
+        while_down()
+        made_root = self._made_kubelet_root  # ours still: stop() removes it
+        self._start_containerd()
+        self._start_kubelet()
+        self._made_kubelet_root = made_root
+        wait_for(f"kubelet: node {self.name} Ready after a reboot", self.is_ready,
+                 ready_timeout, self.kubelet_log)
+
     def _timed(self, what: str, step: Callable[[], object]) -> None:
         """Run a step and note how long it took in node-steps.log (budgets)."""
         began = time.monotonic()
@@ -382,7 +408,7 @@ state = "{cd / "state"}"
 
     def _start_containerd(self) -> None:
         cfg = self.run_dir / "containerd" / "config.toml"
-        cfg.parent.mkdir(parents=True)
+        cfg.parent.mkdir(parents=True, exist_ok=True)  # a reboot starts it again
         cfg.write_text(self._containerd_config())
         env = dict(
             os.environ,

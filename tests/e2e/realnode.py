@@ -31,7 +31,7 @@ from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from . import releases
-from .controlplane import ControlPlane, record_pid
+from .controlplane import DRA_GATES, ControlPlane, record_pid
 from .node import SIMDRA_IMAGE, Node, NodeBinaries, NodeError, require_disposable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,6 +73,20 @@ def gates_of(cp: ControlPlane) -> dict[str, bool]:
     """The control plane's --feature-gates as a KubeletConfiguration map."""
     pairs = (g.split("=") for g in cp.feature_gates().split(",") if g)
     return {k: v == "true" for k, v in pairs}
+
+
+def kubelet_gates(cp: ControlPlane, kubelet: Path) -> dict[str, bool]:
+    """The feature gates for a kubelet of `cp`'s cluster, which may be of an older release
+    (tests/e2e/build.sh: KUBELET_VERSION): the control plane's, less those this kubelet
+    does not know (it refuses an unknown gate), plus, on, each DRA gate this kubelet still
+    has that the control plane has graduated (the cluster has the feature)."""
+    help_text = subprocess.run([kubelet, "--help"], capture_output=True, text=True).stdout
+    known = {g for g in DRA_GATES if f"{g}=true|false" in help_text}
+    wanted = gates_of(cp)
+    gates = {g: on for g, on in wanted.items() if g in known}
+    graduated = {g for g, on in cp.features().items() if on and g not in cp.known_gates()}
+    gates.update({g: True for g in known & graduated})
+    return gates
 
 
 def require_feature(cp: ControlPlane, gate: str) -> None:
@@ -176,7 +190,7 @@ def real_node(
         kubeconfig,
         NodeBinaries(kubelet=e2e_bin / "kubelet", containerd_bin=node_bin),
         node_images,
-        gates_of(cp),
+        kubelet_gates(cp, e2e_bin / "kubelet"),
         log_dir=_logs_dir() / REAL_NODE,
         api_server=("127.0.0.1", cp.port),
         labels={NODE_LABEL: "true"},

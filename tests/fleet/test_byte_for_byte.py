@@ -24,18 +24,21 @@ from .conftest import DRIVER, StartFleet, fleet_slices
 NODE = "simdra-fleet-0000"
 
 
+# Each release the stand-in answers as: the slice layout follows the server's /version.
+@pytest.mark.parametrize("release", ["1.34", "1.37", "1.38"])
 @pytest.mark.parametrize("shape", ["gpu8", "nic2", "partitioned", "gpu8-nic2"])
 def test_a_fleet_node_publishes_byte_for_byte_what_the_plugin_publishes(
-        shape: str, start_fleet: StartFleet) -> None:
+        shape: str, release: str, start_fleet: StartFleet) -> None:
     workdir = Path(tempfile.mkdtemp(dir="/tmp", prefix="sdf-"))
     try:
-        with LocalCluster(workdir, node_name=NODE, driver_name=DRIVER) as cluster:
+        with APIServer(kubernetes_version=release) as server, LocalCluster(
+                workdir, node_name=NODE, driver_name=DRIVER, apiserver=server) as cluster:
             cluster.start_plugin(profile=SHAPES[shape].profile,
                                  num_devices=SHAPES[shape].num_devices)
             plugin = [_comparable(s) for s in cluster.slices()]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    with APIServer() as other:
+    with APIServer(kubernetes_version=release) as other:
         start_fleet(other, nodes=1, mix=f"{shape}:100")
         fleet = [_comparable(s) for s in fleet_slices(other, NODE)]
     assert len(plugin) >= 1

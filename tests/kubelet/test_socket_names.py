@@ -8,9 +8,11 @@ import hashlib
 import pytest
 
 from driver.kubelet.sockets import (
+    KUBELET_PLUGINS_DIR,
     KUBELET_REGISTRY_DIR,
     UNIX_PATH_MAX,
     dra_socket_path,
+    is_instance_dra_socket,
     path_bytes,
     plugin_data_dir,
     registration_socket_name,
@@ -39,6 +41,31 @@ def test_default_paths_match_the_go_helper() -> None:
 
 def test_rolling_update_dra_socket_carries_pod_uid() -> None:
     assert dra_socket_path("/p/drv", POD_UID) == f"/p/drv/dra-{POD_UID}.sock"
+
+
+# Helper v0.38 (rollingUpdatePluginSocketFile): `dra-<pod UID>.sock` while the path is
+# shorter than 108 bytes, else `dra-<base64url(SHA-256(UID)[:8])>` without the suffix, so
+# that a 63-byte driver name under the default plugins directory fits too.
+@pytest.mark.parametrize(("driver_length", "want_bytes", "hashed"),
+                         [(36, 107, False), (37, 78, True), (63, 104, True)])
+def test_rolling_update_dra_socket_is_hashed_where_the_uid_does_not_fit(
+    driver_length: int, want_bytes: int, hashed: bool
+) -> None:
+    path = dra_socket_path(plugin_data_dir(_driver(driver_length)), POD_UID)
+    assert path_bytes(path) == want_bytes
+    name = path.rsplit("/", 1)[1]
+    if hashed:
+        assert not name.endswith(".sock")
+        assert _unhash(name.removeprefix("dra-")) == hashlib.sha256(POD_UID.encode()).digest()[:8]
+    else:
+        assert name == f"dra-{POD_UID}.sock"
+    assert is_instance_dra_socket(name)  # a dead one is cleaned up after a crash
+
+
+def test_the_data_directorys_other_entries_are_never_taken_for_sockets() -> None:
+    for name in ("dra-device-metadata", "dra.sock.tmp", "dra-abc.sock", "claims"):
+        assert not is_instance_dra_socket(name)
+    assert KUBELET_PLUGINS_DIR == "/var/lib/kubelet/plugins"
 
 
 def test_rolling_update_prefers_full_pod_uid_when_it_fits() -> None:
@@ -117,3 +144,21 @@ def test_url_safe_alphabet_keeps_names_path_safe() -> None:
     for i in range(200):
         uid = f"{i:08x}-0000-0000-0000-000000000000"
         assert "/" not in registration_socket_name("/r", "e" * 100, uid)
+
+
+# Helper v0.38 counts the NUL (a name fits while the path is shorter than 108 bytes), which
+# is what gRPC can bind and our default: the 108-byte cases above move to the next form.
+@pytest.mark.parametrize(("driver_length", "registry", "want_bytes", "form"), [
+    (27, KUBELET_REGISTRY_DIR, 107, "uid"),
+    (28, KUBELET_REGISTRY_DIR, 83, "uid-hash"),
+    (34, "/" + "r" * 50, 107, "uid-hash"),
+    (34, "/" + "r" * 51, 88, "driver-uid-hash"),
+    (34, "/" + "r" * 70, 107, "driver-uid-hash"),
+])
+def test_default_choice_is_the_v038_helpers(
+    driver_length: int, registry: str, want_bytes: int, form: str
+) -> None:
+    driver = _driver(driver_length)
+    path = registration_socket_path(registry, driver, POD_UID)
+    assert path_bytes(path) == want_bytes
+    assert _form(path.rsplit("/", 1)[1], driver) == form

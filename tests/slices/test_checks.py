@@ -88,3 +88,26 @@ def test_the_1_34_limits_of_a_slice_with_counters_and_devices_are_checked():
         "counters in a slice that holds counter sets with their devices (the 1.34 layout) "
         "must not exceed 32"]
     assert problems(pool("a", specs, sets)) == []  # on 1.35+ each set is a slice's own
+
+
+def test_a_name_qualified_with_the_drivers_own_domain_is_refused_as_the_go_helper_does():
+    # kubeletplugin v0.38 (ValidateQualifiedNames, default on) refuses the whole pool:
+    # "gpu.example.com/model" is "model" in this driver's slices, and with both CEL reads
+    # either at random.
+    specs = gpus(2)
+    specs[1]["attributes"][f"{DRIVER}/model"] = {"string": "other"}
+    specs[1]["capacity"][f"{DRIVER}/memory"] = {"value": "1Gi"}
+    assert problems(pool("a", specs)) == [
+        f'pool "a", device "gpu-1": attributes[{DRIVER}/model]: '
+        'use the unqualified name "model": the driver\'s domain is implied',
+        f'pool "a", device "gpu-1": capacity[{DRIVER}/memory]: '
+        'use the unqualified name "memory": the driver\'s domain is implied',
+    ]
+
+
+def test_names_of_other_domains_stay_allowed():
+    specs = gpus(1)
+    specs[0]["attributes"]["resource.kubernetes.io/pciBusID"] = {"string": "0000:01:00.0"}
+    specs[0]["attributes"][f"vendor.{DRIVER}/model"] = {"string": "x"}
+    specs[0]["attributes"][f"{DRIVER}.other/model"] = {"string": "x"}
+    assert problems(pool("a", specs)) == []

@@ -595,6 +595,16 @@ def _claim_cases() -> list[Case]:
             "claim: bad capacity name",
             lambda: _claim(_request(capacity={"requests": {"bad name": "1G"}})),
         ),
+        # 1.38 checks a request's capacity names (validateCapacityNames), at most
+        # MaxCapacityRequirements (32) of them and no negative amount; 1.37 took them all.
+        Case(
+            "claim: 33 capacity requests",
+            lambda: _claim(_request(capacity={"requests": {f"c{i}": "1" for i in range(33)}})),
+        ),
+        Case(
+            "claim: negative capacity request",
+            lambda: _claim(_request(capacity={"requests": {"bandwidth": "-1G"}})),
+        ),
         Case(
             "claim: bad capacity quantity",
             lambda: _claim(_request(capacity={"requests": {"bandwidth": "lots"}})),

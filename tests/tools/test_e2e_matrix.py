@@ -37,3 +37,16 @@ def test_matrix_marks_each_release_and_lists_skip_reasons(tmp_path: Path) -> Non
     assert lines[1].split() == ["test_bind", "-", "skip"]
     assert lines[2].split() == ["test_taints", "FAIL", "pass"]
     assert lines[3] == "skip v1.37.2 test_bind: Kubernetes v1.37.2 has it off: X"
+
+
+def test_a_pre_release_sorts_before_its_release_and_names_its_kubelet(tmp_path: Path) -> None:
+    beta = tmp_path / "beta.tsv"
+    beta.write_text("v1.38.0-beta.0\ttest_taints\tpassed\t3.0\t\tv1.37.2\n")
+    final = tmp_path / "final.tsv"
+    final.write_text("v1.38.0\ttest_taints\tpassed\t3.0\t\n")
+    older = tmp_path / "older.tsv"
+    older.write_text("v1.37.2\ttest_taints\tpassed\t3.0\t\n")
+    lines = render(read([final, beta, older]))
+    assert lines[0].split() == ["scenario", "v1.37.2", "v1.38.0-beta.0", "v1.38.0"]
+    assert lines[1].split() == ["test_taints", "pass", "pass", "pass"]
+    assert lines[2:] == ["v1.38.0-beta.0: control plane v1.38.0-beta.0, kubelet v1.37.2"]

@@ -211,13 +211,15 @@ def validation_errors(
     errors += object_name_errors(obj["metadata"])
     if current is not None and resource.immutable_spec and obj.get("spec") != current.get("spec"):
         errors.append(invalid("spec", "<spec>", "field is immutable"))
-    errors += _spec_errors(resource, obj, current)
+    errors += _spec_errors(resource, obj, current, version)
     if resource.plural == "resourceclaims":
         errors += claim_status_errors(obj, current)
     return errors
 
 
-def _spec_errors(resource: ResourceType, obj: JSON, current: JSON | None) -> list[FieldError]:
+def _spec_errors(
+    resource: ResourceType, obj: JSON, current: JSON | None, version: str
+) -> list[FieldError]:
     """The rules of a claim's, template's or class's spec (a claim's and a template's spec
     are immutable: on update only immutability is checked, as the server does)."""
     spec = obj.get("spec")
@@ -226,9 +228,9 @@ def _spec_errors(resource: ResourceType, obj: JSON, current: JSON | None) -> lis
     if current is not None:
         return []
     if resource.plural == "resourceclaims":
-        return claim_spec_errors(spec, "spec")
+        return claim_spec_errors(spec, "spec", version)
     if resource.plural == "resourceclaimtemplates":
-        return claim_spec_errors((spec or {}).get("spec"), "spec.spec")
+        return claim_spec_errors((spec or {}).get("spec"), "spec.spec", version)
     return []
 
 

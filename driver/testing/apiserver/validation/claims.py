@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from driver.testing.apiserver.validation import formats
+from driver.testing.apiserver.validation.capacity_requests import capacity_request_errors
 from driver.testing.apiserver.validation.field import (
     FieldError,
     invalid,
@@ -39,8 +40,8 @@ _NOT_A_REQUEST = (
 RequestNames = dict[str, set[str] | None]
 
 
-def claim_spec_errors(spec: Any, path: str = "spec") -> list[FieldError]:
-    """Every rule the API server checks in a ResourceClaimSpec found at `path`."""
+def claim_spec_errors(spec: Any, path: str = "spec", release: str = "1.37") -> list[FieldError]:
+    """Every rule the API server of `release` checks in a ResourceClaimSpec at `path`."""
     devices = (spec or {}).get("devices") if isinstance(spec, dict) else None
     if not isinstance(devices, dict):
         return []
@@ -48,6 +49,8 @@ def claim_spec_errors(spec: Any, path: str = "spec") -> list[FieldError]:
     requests = devices.get("requests") or []
     names = _request_names(requests)
     errors = each_unique_item(requests, f"{path}.requests", _request_errors, _name, MAX_REQUESTS)
+    minor = int(release.lstrip("v").split(".")[1])
+    errors += capacity_request_errors(requests, f"{path}.requests", minor)
     errors += each_item(
         devices.get("constraints"),
         f"{path}.constraints",
