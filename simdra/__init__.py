@@ -35,10 +35,17 @@ from driver.core.quantity import (
     parse_quantity,
     quantity_text,
 )
-from driver.core.validation import validate_device
+from driver.core.validation import FieldError, validate_device
 from driver.devices.backend import BackendContext, DeviceBackend
 from driver.devices.config_handler import ConfigError, ConfigHandler, ConfigTarget, FieldReader
-from driver.devices.kind import DeviceKind, FakeProfile, ProfileContext, ProfileDevices
+from driver.devices.kind import (
+    DeviceKind,
+    FakeProfile,
+    ProfileBuild,
+    ProfileContext,
+    ProfileDevices,
+)
+from driver.devices.kind_registry import KindSet
 from driver.devices.model import JSON, Device, Inventory, Pool
 from driver.devices.standard_attributes import (
     NUMA_NODE,
@@ -64,9 +71,12 @@ __all__ = [
     "DeviceBackend",
     "DeviceKind",
     "FakeProfile",
+    "FieldError",
     "FieldReader",
     "Inventory",
+    "KindSet",
     "Pool",
+    "ProfileBuild",
     "ProfileContext",
     "ProfileDevices",
     "QuantityError",

@@ -8,7 +8,8 @@ computed here.
   assignment of a Python file, a region between `# [start:<name>]` and `# [end:<name>]`,
   or lines `L<first>-L<last>`. Other blocks are `sh` commands.
 - The sources are simdra's own code and tests (ruff, mypy strict, the layer contracts,
-  pytest) or the example driver, which tests/test_example_driver.py holds to the same.
+  pytest) or the examples (the crypto driver, the partitionable accel kind), which
+  tests/test_example_driver.py holds to the same.
 - `SIMDRA_UPDATE_GUIDE=1 python -m pytest tests/test_driver_author_guide.py` copies the
   sources into the blocks and the computed numbers into the text; the diff is then for a
   person to read.
@@ -36,14 +37,17 @@ from tests.test_example_driver import MAX_LINES
 REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "driver-authors.md"
 EXAMPLE = REPO / "docs" / "examples" / "crypto-driver"
+ACCEL = REPO / "docs" / "examples" / "accel-kind"
 UPDATE = os.environ.get("SIMDRA_UPDATE_GUIDE") == "1"
 READ_BUDGET = 1_500  # lines an author reads: the public API and this guide (issue 29)
 FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 SOURCED = ("python", "yaml", "toml", "dockerfile")
 MARKER = re.compile(r"^# ([\w./-]+?)(?:#(\S+))?$")
-# Where a block's source may live: code under simdra's own gates, or the example, which
-# tests/test_example_driver.py runs with ruff, mypy --strict, its test and an import check.
-GATED = ("driver/", "simdra/", "tests/", "docs/examples/crypto-driver/")
+# Where a block's source may live: code under simdra's own gates, or the examples, which
+# tests/test_example_driver.py runs with ruff, mypy --strict and an import check (their
+# tests run from the guide's commands).
+GATED = ("driver/", "simdra/", "tests/", "docs/examples/crypto-driver/",
+         "docs/examples/accel-kind/")
 NOT_EXAMPLE_FILES = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
@@ -148,6 +152,16 @@ def test_the_example_is_shown_whole_and_is_what_tests_test_example_driver_checks
     assert example <= shown, f"example files the guide does not show: {example - shown}"
     checked = (REPO / "tests" / "test_example_driver.py").read_text()
     assert '"docs" / "examples" / "crypto-driver"' in checked
+
+
+def test_the_partitions_walkthrough_shows_its_kind_and_runs_its_test() -> None:
+    shown = {b.source for b in sourced_blocks()}
+    module = str((ACCEL / "accel_kind.py").relative_to(REPO))
+    tests = str((ACCEL / "tests").relative_to(REPO))
+
+    assert (module, "") in shown, "the walkthrough shows the kind whole"
+    assert any(c.words[:3] == ["python", "-m", "pytest"] and tests in c.words
+               for c in guide_commands()), "no command of the guide runs its test"
 
 
 # --- the commands ------------------------------------------------------------------
@@ -530,6 +544,27 @@ def test_the_env_the_guide_promises_is_what_the_example_test_asserts() -> None:
 
     assert len(promised) >= 4
     assert {key for key in promised if f'"{key}"' not in test} == set()
+
+
+def env_table() -> dict[str, str]:
+    """The keys the guide's table under "The env of a device" lists, with their text."""
+    text = GUIDE.read_text()
+    start = text.index("### The env of a device")
+    section = text[start:text.index("\n#", start + 1)]
+    return dict(re.findall(r"^\| `([A-Z_]+)` \| (.+) \|$", section, re.M))
+
+
+def test_the_guide_lists_every_env_key_the_plugin_reserves() -> None:
+    """Every key of RESERVED_ENV_KEYS (what `env_attributes` may not use: the plugin sets
+    it for every device it prepares) has its line in the guide, and no other key does."""
+    from driver.devices.kind_registry import RESERVED_ENV_KEYS
+
+    listed = env_table()
+
+    assert set(listed) == set(RESERVED_ENV_KEYS)
+    assert all(meaning.strip() for meaning in listed.values())
+    section = " ".join(GUIDE.read_text().split("### The env of a device")[1].split())
+    assert "`CAPACITY_`" in section and "`CAPACITY_<CAP>_VALUE`" in section
 
 
 def test_the_guide_names_no_private_module_for_an_author_to_import() -> None:

@@ -4,7 +4,10 @@ kind, under simdra.testing) runs from the guide's command in test_driver_author_
 it passes the gates simdra's code passes, with
 the settings of its own pyproject.toml (what an author copies): ruff, mypy --strict
 against simdra as installed, no import of the private `driver` package; and it stays
-small."""
+small.
+
+docs/examples/accel-kind, the guide's partitionable kind (counter sets, partitions, two
+capacities), passes the same gates; its test also runs from the guide's command."""
 
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ from tests.deploy.dockerfile import (
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "docs" / "examples" / "crypto-driver"
 PACKAGE = EXAMPLE / "crypto_driver"
+ACCEL = REPO / "docs" / "examples" / "accel-kind"
+# Each example and how many Python files mypy checks in it (its own code and its test).
+EXAMPLES = {EXAMPLE: 2, ACCEL: 2}
 MAX_LINES = 150  # of its own Python, its test aside
 # What a driver may import of simdra: the public API (simdra/__init__.py names the rest
 # of it, runtime and sysfs, which this driver does not need).
@@ -40,8 +46,8 @@ def _run(*args: str, env: dict[str, str] | None = None,
                           env={**os.environ, **(env or {})}, check=False)
 
 
-def _python_files() -> list[Path]:
-    return sorted(EXAMPLE.rglob("*.py"))
+def _python_files(root: Path = EXAMPLE) -> list[Path]:
+    return sorted(root.rglob("*.py"))
 
 
 def _imported(path: Path) -> set[str]:
@@ -55,10 +61,11 @@ def _imported(path: Path) -> set[str]:
     return found
 
 
-def test_the_example_is_ruff_clean_with_its_own_settings() -> None:
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_the_example_is_ruff_clean_with_its_own_settings(example: Path) -> None:
     # Its pyproject's [tool.ruff], the settings an author copies: ruff finds them from
     # its directory (and from the repository root, the nearest configuration wins).
-    done = _run(sys.executable, "-m", "ruff", "check", "--no-cache", ".", cwd=EXAMPLE)
+    done = _run(sys.executable, "-m", "ruff", "check", "--no-cache", ".", cwd=example)
 
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -79,24 +86,27 @@ def _installed_simdra(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_example_is_mypy_strict_clean_with_its_own_settings(tmp_path: Path) -> None:
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_the_example_is_mypy_strict_clean_with_its_own_settings(tmp_path: Path,
+                                                                example: Path) -> None:
     python = _installed_simdra(tmp_path)
     done = _run(sys.executable, "-m", "mypy", "--no-incremental", "--python-executable",
-                str(python), cwd=EXAMPLE)
+                str(python), cwd=example)
 
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Success: no issues found in 2 source files" in done.stdout
+    assert f"Success: no issues found in {EXAMPLES[example]} source files" in done.stdout
 
 
 def test_the_example_imports_only_the_public_api() -> None:
-    files = _python_files()
-    assert PACKAGE / "__init__.py" in files
+    files = [*_python_files(), *_python_files(ACCEL)]
+    assert PACKAGE / "__init__.py" in files and ACCEL / "accel_kind.py" in files
     private = {f"{p.relative_to(REPO)}: {m}" for p in files for m in _imported(p)
                if m == "driver" or m.startswith("driver.")
                or (m.startswith("simdra.") and m not in PUBLIC)}
 
     assert private == set()
     assert "simdra" in _imported(PACKAGE / "__init__.py")
+    assert "simdra" in _imported(ACCEL / "accel_kind.py")
 
 
 def test_the_example_is_small() -> None:

@@ -1,6 +1,7 @@
 """The compatibility promise of the README: the public API (`simdra`, `simdra.testing`,
 `simdra.sysfs`, `simdra.runtime`) keeps every name it has published, with a signature
-its callers can still call, and documents each name.
+its callers can still call, documents each name, and names in its signatures only what a
+user can import (help() shows them).
 
 tests/public_api.txt records the API, one line a name: what it is, and for a callable
 the shape of its signature (parameter names, kinds and whether they have a default;
@@ -13,6 +14,7 @@ them with `SIMDRA_UPDATE_PUBLIC_API=1 python -m pytest tests/test_public_api.py`
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import enum
 import importlib
@@ -20,9 +22,10 @@ import inspect
 import itertools
 import os
 import re
+import sys
 import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -381,3 +384,120 @@ def test_the_promise_is_stated_and_driver_is_private() -> None:
         assert f"`{module_name}" in section or module_name == "simdra", module_name
     assert "`driver` is private" in " ".join((simdra.__doc__ or "").split())
 
+
+
+# --- the names help() shows ----------------------------------------------------------
+
+
+def _signatures(obj: Any) -> Iterator[tuple[str, inspect.Signature]]:
+    """(what, signature) of a public class (its constructor and its own public methods
+    and properties) or function: what `help()` prints."""
+    routines: list[tuple[str, Any]] = [("", obj)]
+    if isinstance(obj, type):
+        for name, member in vars(obj).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(member, (classmethod, staticmethod)):
+                member = member.__func__
+            elif isinstance(member, property):
+                member = member.fget
+            if inspect.isfunction(member):
+                routines.append((f".{name}", member))
+    for suffix, routine in routines:
+        try:
+            yield suffix, inspect.signature(routine)
+        except (TypeError, ValueError):  # builtin types Python cannot tell
+            continue
+
+
+def _annotations(signature: inspect.Signature) -> list[str]:
+    found = [p.annotation for p in signature.parameters.values()
+             if p.annotation is not p.empty]
+    if signature.return_annotation is not signature.empty:
+        found.append(signature.return_annotation)
+    # `from __future__ import annotations`: strings, as help() prints them.
+    return [a if isinstance(a, str) else inspect.formatannotation(a) for a in found]
+
+
+def _names_in(annotation: str) -> set[str]:
+    """The names an annotation refers to (`a.b` by its first part); string literals in it
+    (forward references) are parsed too."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(annotation, mode="eval")):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names |= _names_in(node.value)
+    return names
+
+
+def _stdlib(name: str, value: Any) -> bool:
+    """`name` is the standard library's own: not an alias of one of its types defined
+    elsewhere (`ProfileBuild = Callable[...]` is not `Callable`)."""
+    module = getattr(value, "__module__", None) or ""
+    return (module.split(".", 1)[0] in sys.stdlib_module_names
+            and getattr(value, "__name__", None) == name)
+
+
+def unimportable_names(obj: Any, public: dict[str, list[Any]]) -> set[str]:
+    """The names the annotations of `obj`'s signatures use that a user cannot import: not
+    a builtin, not a public name of the public API (`public`: name -> the objects of that
+    name), not a name of the standard library (typing, collections.abc, pathlib, ...)."""
+    module = sys.modules[getattr(obj, "__module__", "builtins")]
+    bad: set[str] = set()
+    for suffix, signature in _signatures(obj):
+        for annotation in _annotations(signature):
+            for name in _names_in(annotation):
+                value = getattr(module, name, None)
+                if name.startswith("_"):
+                    pass  # private wherever it comes from
+                elif hasattr(builtins, name) and value in (None, getattr(builtins, name)):
+                    continue
+                elif name in public:
+                    if value is None or any(value is p for p in public[name]):
+                        continue  # the same object (or a TYPE_CHECKING import of it)
+                elif _stdlib(name, value):
+                    continue
+                bad.add(f"{getattr(obj, '__name__', obj)}{suffix}: {name}")
+    return bad
+
+
+def test_the_signatures_help_shows_name_only_what_a_user_can_import() -> None:
+    """help(simdra.FakeProfile) prints `build: ProfileBuild`: every name in the
+    signatures of simdra's classes and functions is one a user imports from the public
+    API (simdra, or simdra.runtime for the plugin's Config), a builtin or the standard
+    library's, never a private alias of `driver`."""
+    import simdra
+
+    public: dict[str, list[Any]] = {}
+    for qualified, obj in _public():
+        public.setdefault(qualified.rsplit(".", 1)[1], []).append(obj)
+    bad = set()
+    for name in simdra.__all__:
+        obj = getattr(simdra, name)
+        if _is_code(obj):
+            bad |= unimportable_names(obj, public)
+
+    assert bad == set(), "annotations naming what the public API does not export"
+
+
+def test_a_private_alias_in_a_signature_is_found() -> None:
+    def build(context: _Private, index: int, path: Path) -> Entry | None: ...
+
+    def alias(build: Builder, path: Path) -> None: ...
+
+    def fine(path: Path, items: Iterator[str], any_: Any) -> dict[str, Entry]: ...
+
+    assert unimportable_names(build, {}) == {"build: _Private", "build: Entry"}
+    assert unimportable_names(build, {"Entry": [Entry]}) == {"build: _Private"}
+    assert unimportable_names(build, {"Entry": [Param]}) == {"build: _Private",
+                                                            "build: Entry"}
+    assert unimportable_names(fine, {"Entry": [Entry]}) == set()
+    assert unimportable_names(alias, {}) == {"alias: Builder"}
+    assert unimportable_names(alias, {"Builder": [Builder]}) == set()
+    assert unimportable_names(build, {"_Private": [_Private]}) == {"build: _Private",
+                                                                  "build: Entry"}
+
+
+_Private = int
+Builder = Callable[[int], str]  # a stdlib type under a name of its own

@@ -55,6 +55,9 @@ class ProfileDevices:
     partition_type_attribute: str | None = None
 
 
+# What a fake profile calls for each device index (`simdra.ProfileBuild`): a function of
+# the ProfileContext and the index that returns one Device, or ProfileDevices for
+# several devices (partitions) and the counter sets they consume.
 ProfileBuild = Callable[[ProfileContext, int], "Device | ProfileDevices"]
 
 

@@ -48,7 +48,15 @@ def kind_spec(kind: type) -> str:
 
 @dataclass(frozen=True)
 class KindSet:
-    """The registered kinds, checked together; what the plugin derives from them."""
+    """The registered kinds, checked together; what the plugin derives from them. A
+    backend finds them in `BackendContext.kinds`.
+
+    Example (in a backend)::
+
+        kinds: KindSet = context.kinds
+        if kinds.kind("crypto") is None:
+            ...  # the crypto kind is not registered: publish no crypto devices
+    """
 
     kinds: tuple[type[DeviceKind], ...]
 

@@ -21,6 +21,11 @@ class FieldError:
 
     `reason` is the StatusCause reason the API server would send (FieldValueInvalid,
     FieldValueRequired, FieldValueDuplicate, FieldValueTooMany, ...).
+
+    Example (what `validate_device` returns)::
+
+        errors: list[FieldError] = validate_device(spec, "spec.devices[0]")
+        print("; ".join(str(e) for e in errors))  # "<field>: <message>", as the server says
     """
 
     field: str
