@@ -14,11 +14,18 @@ the cases it supports (facts sections 4 and 5):
   distinctAttribute; CEL selectors (cel-python with the Kubernetes DRA environment,
   `driver.testing.allocation.cel`).
 
-Admin access: like the scheduler, an adminAccess result neither needs a free device nor
-counts as using one (other claims can still get the device, and its consumedCapacity is
-not added up). On a multi-allocatable device it still gets its own shareID and the
-consumedCapacity its request implies, because drivers key per-share state on
-(pool, device, shareID). allocationTimestamp is not set (only binding conditions use it).
+Admin access: like the scheduler, an adminAccess result does not need a device that no
+other claim holds and does not count as using one (other claims can still get the
+device, and its consumedCapacity is not added up); but it is held to the remaining
+capacity of a multi-allocatable device and to the pool's counters like any other. On a
+multi-allocatable device it gets its own shareID and the consumedCapacity its request
+implies. allocationTimestamp is not set (only binding conditions use it).
+
+Also as the scheduler: capacity names are looked up exactly; an existing result is a
+share when it has a shareID; a pool with a duplicate device or counter set name, or
+a device consuming an unknown counter set, is not used; a request for all devices
+fails while a pool on the node is incomplete or invalid. `tests/testing/
+allocator_corpus.py` holds recorded real-scheduler allocations that this follows.
 
 `allocate()` is pure; `Allocator` reads and writes through the official client.
 """
@@ -38,7 +45,12 @@ from driver.kube import response_json
 from driver.testing.allocation.cel import UnsupportedExpression
 from driver.testing.allocation.diagnose import explain
 from driver.testing.allocation.errors import AllocationError
-from driver.testing.allocation.pools import candidates_for_node, gather_pools, node_names
+from driver.testing.allocation.pools import (
+    candidates_for_node,
+    gather_pools,
+    node_names,
+    unusable_pools,
+)
 from driver.testing.allocation.requests import claim_label, parse_constraints, parse_requests
 from driver.testing.allocation.result import build_allocation
 from driver.testing.allocation.search import Search
@@ -71,7 +83,13 @@ def allocate(
     nodes: list[str | None] = [node_name] if node_name else [*node_names(pools)] or [None]
     share_id = new_share_id or (lambda: str(uuid.uuid4()))
     failures = []
+    wants_all = any(spec.mode == "All" for alternatives in requests for spec in alternatives)
     for node in nodes:
+        blocked = unusable_pools(pools, node) if wants_all else []
+        if blocked:
+            reason = f"asks for all devices, but {'; '.join(blocked)}"
+            failures.append(reason if len(nodes) == 1 else f"node {node}: {reason}")
+            continue
         candidates = candidates_for_node(pools, node)
         picks = Search(claim, requests, constraints, candidates, usage, share_id).run()
         if picks is not None:

@@ -172,7 +172,8 @@ def test_partitions_consume_counters_and_exhaust_the_gpu(tmp_path):
 
 def test_admin_access_is_marked_and_consumes_nothing(tmp_path):
     cluster = ProfileCluster("gpu,nic")
-    holder = cluster.allocate("holder", request("gpu", "gpu"), wants("net", "nic", bandwidth="10G"))
+    # Room for the watcher's default 1M: admin access is held to remaining capacity.
+    holder = cluster.allocate("holder", request("gpu", "gpu"), wants("net", "nic", bandwidth="9G"))
     watcher = cluster.allocate(
         "watcher",
         request("gpu", "gpu", adminAccess=True),
@@ -187,7 +188,7 @@ def test_admin_access_is_marked_and_consumes_nothing(tmp_path):
     for device in answers[watcher.uid].devices:
         env = env_of(spec, device.cdi_device_ids[0].split("=", 1)[1])
         assert env["ADMIN_ACCESS"] == "true"
-    assert preparer.ledger.used("node-a", "nic-0") == {"bandwidth": 10 * GB}
+    assert preparer.ledger.used("node-a", "nic-0") == {"bandwidth": 9 * GB}
     # The exclusive GPU is still the holder's alone: another holder is refused.
     other = _forge(cluster, holder, "other")
     assert "is exclusive and already prepared" in preparer.prepare([other])[other.uid].error

@@ -221,7 +221,9 @@ def test_nic_bandwidth_is_rounded_by_the_request_policy(
 
 def test_admin_access_to_a_full_gpu_is_prepared_and_consumes_nothing(
         shared_node: LocalCluster) -> None:
-    whole = {"requests": {"memory": "80Gi", "compute": "100"}}
+    # All but the monitor's default 8Gi: admin access is held to remaining capacity,
+    # as in the scheduler (allocator corpus: "admin: shared device capacity used up").
+    whole = {"requests": {"memory": "72Gi", "compute": "90"}}
     shared_node.create_claim("owner", exactly("gpu", GPU_CLASS, selectors=_on("index", 1),
                                               capacity=whole))
     shared_node.allocate("owner")
@@ -238,11 +240,11 @@ def test_admin_access_to_a_full_gpu_is_prepared_and_consumes_nothing(
     [env] = _cdi_env(shared_node, monitor.uid)
     assert env["ADMIN_ACCESS"] == "true"
     usage = _device_usage(shared_node, "gpu-1")
-    assert usage["used"] == {"compute": "100", "memory": "80Gi"}  # the owner's share only
+    assert usage["used"] == {"compute": "90", "memory": "72Gi"}  # the owner's share only
     holders = {h["claim"]["name"]: h for h in usage["holders"]}
     assert holders["monitor"]["adminAccess"] is True
     assert holders["monitor"]["consumed"] == {}
-    assert holders["owner"]["consumed"] == {"compute": "100", "memory": "80Gi"}
+    assert holders["owner"]["consumed"] == {"compute": "90", "memory": "72Gi"}
     shared_node.unprepare(owner, monitor)
 
 

@@ -275,12 +275,12 @@ def test_capacity_the_device_does_not_have_rules_it_out():
         allocate(claim("a", request), slices, CLASSES)
 
 
-def test_qualified_capacity_name_matches_the_unqualified_published_one():
+def test_qualified_capacity_name_does_not_match_the_unqualified_published_one():
+    # The scheduler looks capacity names up exactly (allocator corpus: "capacity name").
     slices = [resource_slice(NIC, [nic(0)])]
     request = exactly("nic", NIC, capacity={"requests": {f"{NIC}/bandwidth": "2G"}})
-    result = allocate(claim("a", request), slices, CLASSES)["devices"]["results"][0]
-    # Already on a step: written as requested (1.37; 1.36 wrote 1953125Ki).
-    assert result["consumedCapacity"]["bandwidth"] == "2G"
+    with pytest.raises(AllocationError, match=f"has no capacity '{NIC}/bandwidth'"):
+        allocate(claim("a", request), slices, CLASSES)
 
 
 def test_an_amount_rounded_up_to_a_step_is_written_in_the_request_format():
@@ -336,11 +336,21 @@ def test_admin_access_gets_a_busy_device_and_blocks_nobody():
     assert picked(allocate(claim("user", exactly("gpu", GPU)), slices, CLASSES, [admin_held]))
 
 
-def test_admin_access_on_a_full_shared_device_still_gets_a_share():
+def test_admin_access_on_a_full_shared_device_gets_no_share():
+    # The scheduler skips only the in-use check for admin access: a share must still fit
+    # the remaining capacity (allocator corpus: "admin: shared device capacity used up").
     slices = [resource_slice(NIC, [nic(0)])]
     full = allocate_in_turn([nic_claim("all", "10G")], slices)
     admin = claim("admin", exactly("nic", NIC, adminAccess=True))
-    result = allocate(admin, slices, CLASSES, full)["devices"]["results"][0]
+    with pytest.raises(AllocationError, match="bandwidth"):
+        allocate(admin, slices, CLASSES, full)
+
+
+def test_admin_access_on_a_shared_device_with_room_gets_a_share():
+    slices = [resource_slice(NIC, [nic(0)])]
+    held = allocate_in_turn([nic_claim("most", "9G")], slices)
+    admin = claim("admin", exactly("nic", NIC, adminAccess=True))
+    result = allocate(admin, slices, CLASSES, held)["devices"]["results"][0]
     assert result["adminAccess"] is True and UUID.match(result["shareID"])
 
 

@@ -58,18 +58,13 @@ class Candidate:
         return DeviceView.of(self.driver, self.spec)
 
     def capacity_name(self, name: str) -> str | None:
-        """The published capacity name that `name` refers to, or None.
+        """`name` when the device publishes a capacity of exactly that name, else None.
 
-        "bandwidth" and "<driver>/bandwidth" name the same capacity of a device of that
-        driver, whichever of the two spellings the device published.
+        Exact, like the scheduler (k8s.io/dynamic-resource-allocation looks capacity
+        names up as written): "bandwidth" and "<driver>/bandwidth" are different names,
+        unlike attribute names in CEL.
         """
-        capacity = self.spec.get("capacity") or {}
-        domain, sep, ident = name.partition("/")
-        alias = f"{self.driver}/{name}" if not sep else ident if domain == self.driver else None
-        for spelling in (name, alias):
-            if spelling is not None and spelling in capacity:
-                return spelling
-        return None
+        return name if name in (self.spec.get("capacity") or {}) else None
 
     def attribute(self, qualified: str) -> Mapping[str, Any] | None:
         """The attribute entry for a fully qualified name (driver domain may be implicit)."""
@@ -94,6 +89,44 @@ class Pool:
     def complete(self) -> bool:
         """True when every slice of the current generation has been seen."""
         return len(self.slices) == self.expected_slices
+
+    @property
+    def usable(self) -> bool:
+        """Complete and valid: its devices may be allocated."""
+        return self.complete and self.invalid is None
+
+    @cached_property
+    def invalid(self) -> str | None:
+        """Why the scheduler would use no device of this pool, or None. Like
+        k8s.io/dynamic-resource-allocation: a device name twice, a counter set name
+        twice, or a device consuming a counter set or counter the pool lacks."""
+        names: set[str] = set()
+        sets: dict[str, set[str]] = {}
+        for item in self.slices:
+            for counter_set in item["spec"].get("sharedCounters") or []:
+                if counter_set["name"] in sets:
+                    return f"duplicate counter set name {counter_set['name']}"
+                sets[counter_set["name"]] = set(counter_set.get("counters") or {})
+        for item in self.slices:
+            for device in item["spec"].get("devices") or []:
+                if device["name"] in names:
+                    return f"duplicate device name {device['name']}"
+                names.add(device["name"])
+                for entry in device.get("consumesCounters") or []:
+                    counters = sets.get(entry.get("counterSet", ""))
+                    if counters is None:
+                        return f"counter set {entry.get('counterSet')} not found"
+                    missing = sorted(set(entry.get("counters") or {}) - counters)
+                    if missing:
+                        where = entry["counterSet"]
+                        return f"counter {missing[0]} not found in counter set {where}"
+        return None
+
+    def serves(self, node: str | None) -> bool:
+        """True when some slice of the pool publishes devices for `node` (or all nodes)."""
+        return any(s["spec"].get("allNodes") or s["spec"].get("perDeviceNodeSelection")
+                   or (node is not None and s["spec"].get("nodeName") == node)
+                   for s in self.slices)
 
     @cached_property
     def counter_sets(self) -> CounterSets:
@@ -136,19 +169,30 @@ def gather_pools(slices: Iterable[Mapping[str, Any]]) -> list[Pool]:
 
 
 def node_names(pools: Iterable[Pool]) -> list[str]:
-    """Every node that has node-local devices in a complete pool, sorted."""
-    return sorted({c.node_name for p in pools if p.complete for c in p.candidates if c.node_name})
+    """Every node that has node-local devices in a usable pool, sorted."""
+    return sorted({c.node_name for p in pools if p.usable for c in p.candidates if c.node_name})
 
 
 def candidates_for_node(pools: Iterable[Pool], node: str | None) -> list[Candidate]:
-    """Devices of complete pools usable from `node` (None: only devices for all nodes)."""
+    """Devices of usable pools usable from `node` (None: only devices for all nodes)."""
     return [
         c
         for p in pools
-        if p.complete
+        if p.usable
         for c in p.candidates
         if c.node_name is None or c.node_name == node
     ]
+
+
+def unusable_pools(pools: Iterable[Pool], node: str | None) -> list[str]:
+    """Why each pool serving `node` is unusable (incomplete or invalid): a request for
+    all devices fails there, as "all" cannot be known (the scheduler errors out)."""
+    found = []
+    for pool in pools:
+        if pool.serves(node) and not pool.usable:
+            why = pool.invalid or "is currently being updated"
+            found.append(f"resource pool {pool.driver}/{pool.name} {why}")
+    return found
 
 
 def _placement(spec: Mapping[str, Any], device: Mapping[str, Any]) -> tuple[bool, str | None]:

@@ -148,8 +148,11 @@ class Search:
         return False
 
     def _counts_for_all(self, spec: RequestSpec, device: Candidate) -> bool:
-        """Allocation mode All takes every matching device whose capacity fits."""
-        return self.matches(spec, device) and self._capacity(spec, device)[1] is None
+        """Allocation mode All takes every matching device whose capacity could fit. Like
+        the scheduler, a device short of remaining capacity (shares of other claims)
+        still counts, and then fails the request."""
+        return (self.matches(spec, device)
+                and self._capacity(spec, device, remaining=False)[1] is None)
 
     # -- one device
 
@@ -180,12 +183,16 @@ class Search:
         # Even admin access does not get an exclusive device twice within one claim.
         if not device.shared and any(p.device is device for p in self.picks):
             return Rejection(device.name, "already allocated in this claim")
-        if spec.admin_access:
-            return None  # admin access ignores what other claims hold
-        owner = self.usage.exclusive.get(device.key)
-        if owner is not None:
-            return Rejection(device.name, f"in use by claim {owner}")
-        if not self.usage.in_use(device):
+        if not spec.admin_access:  # admin access may use a device other claims hold
+            owner = self.usage.exclusive.get(device.key)
+            if owner is not None:
+                return Rejection(device.name, f"in use by claim {owner}")
+            if not device.shared and self.usage.in_use(device):
+                return Rejection(device.name, "in use by shares of other claims")
+        # Counters are checked for admin access too (the scheduler skips only the in-use
+        # check for it), and charged again for a device in use unless it is a further
+        # share of a multi-allocatable one, as the scheduler does.
+        if not (device.shared and self.usage.in_use(device)):
             problems = self.usage.counters_left(device)
             if problems:
                 return Rejection(device.name, "; ".join(problems))
@@ -215,9 +222,10 @@ class Search:
         return None
 
     def _capacity(
-        self, spec: RequestSpec, device: Candidate
+        self, spec: RequestSpec, device: Candidate, remaining: bool = True
     ) -> tuple[dict[str, Fraction] | None, Rejection | None]:
-        """(consumption of every capacity for shared devices, or the reason it doesn't fit)."""
+        """(consumption of every capacity for shared devices, or the reason it doesn't fit);
+        `remaining=False` ignores what other shares consume."""
         capacity = device.spec.get("capacity") or {}
         requested: dict[str, Any] = {}
         for name, amount in spec.capacity.items():
@@ -238,11 +246,11 @@ class Search:
             if isinstance(amount, NoFit):
                 return None, Rejection(device.name, f"{name}: {amount.reason}")
             consumed[name] = amount
-        if not spec.admin_access:
-            for name, amount in consumed.items():
-                rejection = self._capacity_left(device, name, amount)
-                if rejection:
-                    return None, rejection
+        # Admin access is held to the remaining capacity too, as in the scheduler.
+        for name, amount in consumed.items() if remaining else ():
+            rejection = self._capacity_left(device, name, amount)
+            if rejection:
+                return None, rejection
         return consumed, None
 
     def _capacity_left(self, device: Candidate, name: str, amount: Fraction) -> Rejection | None:

@@ -67,13 +67,18 @@ class Usage:
             # picked anyway, but keep exclusive ownership for messages.
             self.exclusive.setdefault(key, owner)
             return
+        # The result's shareID, not what the device says now, makes it a share: like the
+        # scheduler, a result without one holds the device exclusively even where the
+        # device has since been republished as multi-allocatable (and vice versa).
+        if result.get("shareID") is None:
+            self.take(device, None, owner)
+            return
         consumed: dict[str, Fraction] = {}
-        if result.get("shareID") is not None or device.shared:
-            for name, amount in (result.get("consumedCapacity") or {}).items():
-                published = device.capacity_name(name)
-                if published is not None:
-                    consumed[published] = parse_quantity(amount)
-        self.take(device, consumed if device.shared else None, owner)
+        for name, amount in (result.get("consumedCapacity") or {}).items():
+            published = device.capacity_name(name)
+            if published is not None:
+                consumed[published] = parse_quantity(amount)
+        self.take(device, consumed, owner)
 
     def in_use(self, device: Candidate) -> bool:
         """True when any (non-admin) allocation holds the device."""
@@ -102,7 +107,9 @@ class Usage:
             self._add_counters(device, -1)
 
     def counters_left(self, device: Candidate) -> list[str]:
-        """Why the device's counter consumption does not fit its pool (empty: it fits)."""
+        """Why the device's counter consumption does not fit its pool (empty: it fits).
+        For a device in use its consumption is already counted and is added once more
+        (admin access to a used device: the scheduler charges it twice)."""
         pool = self.pools.get((device.driver, device.pool))
         sets = pool.counter_sets if pool else {}
         used = self.counters[(device.driver, device.pool)]
