@@ -22,6 +22,16 @@ for v in $versions; do
   fi
   echo "e2e-matrix: Kubernetes $v done in $(( $(date +%s) - start )) s" >&2
 done
+# The allocator differential's live recheck on each release that has a recording.
+for v in $versions; do
+  minor=$(echo "$v" | cut -d. -f1,2)
+  [ -f "tests/testing/allocator_verdicts/$minor.json" ] || continue
+  echo "e2e-matrix: allocator differential on $v (logs: $base/allocator-$v)" >&2
+  if ! SIMDRA_E2E_LOGS="$base/allocator-$v" K8S_VERSION=$v SIMDRA_E2E_ALLOCATOR=1 \
+      bash hack/e2e.sh "$@"; then
+    failed+=("allocator $v")
+  fi
+done
 if [ -n "$upgrade" ]; then
   read -r from to <<< "$upgrade"
   echo "e2e-matrix: upgrade $from -> $to (logs: $base/upgrade)" >&2

@@ -7,6 +7,7 @@
 #   ./hack/e2e.sh                     # all scenarios
 #   ./hack/e2e.sh -k cel              # pytest arguments pass through
 #   K8S_VERSION=1.35.4 ./hack/e2e.sh  # another release (1.34.x-1.38.x)
+#   SIMDRA_E2E_ALLOCATOR=1 ./hack/e2e.sh  # only the allocator differential's recheck
 #   SIMDRA_E2E_UPGRADE_TO=1.38.0-beta.0 ./hack/e2e.sh  # only the upgrade scenario
 #                                     # (hack/e2e-upgrade.sh; needs both releases built)
 #
@@ -47,8 +48,13 @@ if ! kwok=$(bash tests/e2e/build-kwok.sh); then
   echo "e2e: FAILED in the build of kwok (see the line above)" >&2
   exit 1
 fi
-# The upgrade scenario runs alone, from the run's release to another (both built).
-select="e2e and not upgrade"
+# Two runs apart from the default one: the upgrade scenario alone, from the run's release
+# to another (both built), and the allocator differential's live recheck (64 cases one
+# after another, a few minutes; tests/e2e/test_allocator_differential.py).
+select="e2e and not upgrade and not allocator_live"
+if [ "${SIMDRA_E2E_ALLOCATOR:-}" = 1 ]; then
+  select="e2e and allocator_live"
+fi
 if [ -n "${SIMDRA_E2E_UPGRADE_TO:-}" ]; then
   if ! upgrade_bin=$(K8S_VERSION=$SIMDRA_E2E_UPGRADE_TO bash tests/e2e/build.sh); then
     echo "e2e: FAILED in the build of Kubernetes $SIMDRA_E2E_UPGRADE_TO (the upgrade's target)" >&2
