@@ -1,9 +1,10 @@
 """The device backends `--device-backend NAME` knows, by name.
 
-Adding a device kind is one backend file, one test file and one line here (see
-docs/driver-authors.md). Entries are `package.module:ClassName` strings, imported only
-when chosen, so a backend's own dependencies cost nothing to the others. A backend
-outside this list can still be named as `--device-backend package.module:ClassName`.
+A device kind is a `DeviceKind` class (docs/driver-authors.md), registered with `--kind`
+or `simdra.main(kinds=...)`; a backend is needed only to discover real hardware, and one
+outside this list is named as `--device-backend package.module:ClassName`. Entries are
+`package.module:ClassName` strings, imported only when chosen, so a backend's own
+dependencies cost nothing to the others.
 """
 
 from __future__ import annotations

@@ -92,6 +92,7 @@ def _uses(*sets):
     ("v1.35.0", SliceLayout.SEPARATE_1_35),
     ("v1.36.3", SliceLayout.SEPARATE_1_36),
     ("v1.37.2", SliceLayout.SEPARATE),
+    ("v1.38.0-beta.0", SliceLayout.SEPARATE),  # a pre-release: its minor decides
     ("v2.0.0", SliceLayout.SEPARATE),
     ("", SliceLayout.SEPARATE),
     ("v0.0.0-master+$Format:%H$", SliceLayout.SEPARATE),  # unstamped build: newest
