@@ -1,6 +1,7 @@
 """DRAPlugin servicers (v1 and v1beta1): NodePrepareResources / NodeUnprepareResources.
 
-Both versions call the same ClaimPreparer through the same serializer. Whatever the
+Both versions call the same ClaimPreparer, which serializes its own calls (after reading
+the claims, so that no call waits on the API server behind another). Whatever the
 preparer does, the kubelet gets exactly one map entry per requested claim (api-facts 2.3):
 a preparer exception for the whole batch becomes a per-claim error, and the process
 keeps serving.
@@ -8,7 +9,6 @@ keeps serving.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from types import ModuleType
 from typing import Any
@@ -36,14 +36,8 @@ class DRAPluginServicer:
     _pb: ModuleType
     _share_ids = False
 
-    def __init__(
-        self,
-        preparer: ClaimPreparer,
-        serializer: contextlib.AbstractContextManager[Any] | None = None,
-    ) -> None:
-        """serializer: held around each preparer call (None: no serialization)."""
+    def __init__(self, preparer: ClaimPreparer) -> None:
         self._preparer = preparer
-        self._serializer = serializer if serializer is not None else contextlib.nullcontext()
 
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Prepare the requested claims."""
@@ -82,8 +76,7 @@ class DRAPluginServicer:
 
     def _run_prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         try:
-            with self._serializer:
-                return dict(self._preparer.prepare(claims))
+            return dict(self._preparer.prepare(claims))
         except Exception as err:
             log.exception("prepare of %d claim(s) failed as a whole", len(claims))
             errors = dra_convert.batch_failure(claims, "prepare", err)
@@ -91,8 +84,7 @@ class DRAPluginServicer:
 
     def _run_unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
         try:
-            with self._serializer:
-                return dict(self._preparer.unprepare(claims))
+            return dict(self._preparer.unprepare(claims))
         except Exception as err:
             log.exception("unprepare of %d claim(s) failed as a whole", len(claims))
             errors = dra_convert.batch_failure(claims, "unprepare", err)
@@ -133,16 +125,10 @@ def dra_methods() -> list[tuple[str, str]]:
     ]
 
 
-def add_dra_services(
-    server: grpc.Server,
-    preparer: ClaimPreparer,
-    serializer: contextlib.AbstractContextManager[Any] | None = None,
-) -> list[str]:
+def add_dra_services(server: grpc.Server, preparer: ClaimPreparer) -> list[str]:
     """Register both DRAPlugin versions; return their full service names, v1 first."""
-    dra_v1_pb2_grpc.add_DRAPluginServicer_to_server(DRAPluginV1(preparer, serializer), server)
-    dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server(
-        DRAPluginV1beta1(preparer, serializer), server
-    )
+    dra_v1_pb2_grpc.add_DRAPluginServicer_to_server(DRAPluginV1(preparer), server)
+    dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server(DRAPluginV1beta1(preparer), server)
     return [
         dra_v1_pb2.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,
         dra_v1beta1_pb2.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,

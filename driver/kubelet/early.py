@@ -86,6 +86,6 @@ def serve_kubelet_early(driver_name: str, data_dir: Path, dra_socket: str,
     preparer, board = DeferredPreparer(), HealthBoard(resend_seconds=HEALTH_RESEND_SECONDS)
     calls = KubeletCalls(dra_methods()) if count_calls else None
     kubelet = start_kubelet_plugin(driver_name, dra_socket, registration_socket, preparer,
-                                   health=board, serialize=False,
+                                   health=board,
                                    interceptors=[CallCounter(calls)] if calls is not None else ())
     return EarlyKubelet(kubelet, preparer, board, calls)

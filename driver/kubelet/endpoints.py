@@ -8,12 +8,10 @@ has its own gRPC server and serves only its own services.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 
 import grpc
 
@@ -22,7 +20,6 @@ from driver.kubelet.dra_service import add_dra_services
 from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
 from driver.kubelet.health import HealthSource, ResourceHealthServicer, add_health_services
 from driver.kubelet.registration import RegistrationServicer, RegistrationStatus
-from driver.kubelet.serialize import CallSerializer
 from driver.kubelet.server import start_unix_server
 from driver.kubelet.services import advertised_name
 from driver.kubelet.stale_sockets import remove_stale_instance_sockets
@@ -63,8 +60,6 @@ class KubeletPlugin:
         preparer: ClaimPreparer,
         health: HealthSource | None = None,
         *,
-        serialize: bool = True,
-        lock_file: str | None = None,
         max_workers: int = DRA_WORKERS,
         interceptors: Sequence[grpc.ServerInterceptor] = (),
     ) -> None:
@@ -72,12 +67,8 @@ class KubeletPlugin:
         self.driver_name = driver_name
         _remove_killed_instances(driver_name, dra_socket, registration_socket)
         self._health_servicers: list[ResourceHealthServicer] = []
-        serializer: contextlib.AbstractContextManager[Any] | None = (
-            CallSerializer(lock_file) if serialize else None
-        )
-
         def register_dra(server: grpc.Server) -> None:
-            self._register_dra(server, preparer, serializer, health)
+            self._register_dra(server, preparer, health)
 
         # The DRA socket answers before the registration socket shows (module docstring).
         self._dra_server = start_unix_server(
@@ -109,10 +100,9 @@ class KubeletPlugin:
         self.registration_socket = self._registration_server.path
 
     def _register_dra(self, server: grpc.Server, preparer: ClaimPreparer,
-                      serializer: contextlib.AbstractContextManager[Any] | None,
                       health: HealthSource | None) -> None:
         """The DRA socket's services: DRA, and health when there is a source."""
-        services = add_dra_services(server, preparer, serializer)
+        services = add_dra_services(server, preparer)
         if health is not None:
             names, self._health_servicers = add_health_services(server, health)
             services += names
@@ -168,8 +158,6 @@ def start_kubelet_plugin(
     preparer: ClaimPreparer,
     health: HealthSource | None = None,
     *,
-    serialize: bool = True,
-    lock_file: str | None = None,
     max_workers: int = DRA_WORKERS,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
 ) -> KubeletPlugin:
@@ -177,8 +165,8 @@ def start_kubelet_plugin(
     is given) on `dra_socket`, then the registration service, alone, on
     `registration_socket`: each socket has its own server (see KubeletPlugin).
 
-    serialize: run one prepare/unprepare at a time, as the Go helper does by default;
-    lock_file: also flock this file around each call (rolling updates: two instances).
+    The preparer serializes its own calls (one prepare/unprepare at a time, as the Go
+    helper does by default, and across instances during a rolling update).
     interceptors: see every call on both sockets (`driver.kubelet.call_counts`).
     Raises SocketPathError when a path is unusable; nothing is left running then.
     """
@@ -188,8 +176,6 @@ def start_kubelet_plugin(
         registration_socket,
         preparer,
         health,
-        serialize=serialize,
-        lock_file=lock_file,
         max_workers=max_workers,
         interceptors=interceptors,
     )

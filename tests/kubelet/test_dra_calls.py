@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -149,32 +147,6 @@ def test_results_for_unrequested_claims_are_dropped(
     preparer.extra_uids.add("uid-stranger")
     result = getattr(ready, step)([CLAIM_A])  # the emulator rejects unknown UIDs
     assert set(result) == {"uid-a"}
-
-
-def test_calls_hold_the_lock_file(
-    start_plugin: StartPlugin, kubelet: KubeletEmulator, preparer: FakePreparer, dirs: Dirs
-) -> None:
-    lock_file = f"{dirs.root}/serialize.lock"
-    held: list[bool] = []
-
-    def probe() -> None:
-        fd = os.open(lock_file, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held.append(False)
-        except BlockingIOError:
-            held.append(True)
-        finally:
-            os.close(fd)
-
-    preparer.on_call = probe
-    start_plugin(lock_file=lock_file)
-    kubelet.wait_for_plugin(DRIVER, timeout=5)
-    kubelet.prepare([CLAIM_A])
-    kubelet.unprepare([CLAIM_A])
-    assert held == [True, True]
-    probe()  # released after the call
-    assert held[-1] is False
 
 
 class _BrokenDRA(DRAPluginV1):

@@ -153,7 +153,7 @@ def test_a_slow_prepare_does_not_fail_liveness(
         pending = stub.NodePrepareResources.future(request, timeout=30)
         try:
             assert entered.wait(10)
-            assert check(server) == SERVING  # the prepare still holds the serializer
+            assert check(server) == SERVING  # the prepare still runs
         finally:
             release.set()
         assert claim.uid in pending.result().claims

@@ -149,7 +149,7 @@ def test_registration_answers_while_every_dra_worker_is_busy(
         release.wait()
 
     preparer.on_call = hold
-    start_plugin(max_workers=workers, serialize=False)
+    start_plugin(max_workers=workers)
     request = dra_v1_pb2.NodePrepareResourcesRequest(
         claims=[dra_v1_pb2.Claim(namespace="default", name="c", uid="uid-c")])
     with grpc.insecure_channel(f"unix:{dirs.dra_socket}") as channel:
