@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from driver.kubeapi.config import (
-    ClusterConfigError,
     error_text,
     in_cluster_access,
     kubeconfig_access,
     read_kubeconfig,
 )
-from driver.kubeapi.errors import ApiStatusError, status_parts, status_text
+from driver.kubeapi.errors import ApiStatusError, ClusterConfigError, status_parts, status_text
 
 if TYPE_CHECKING:
     # The client itself (urllib3, ssl) loads on the loader's thread, once the kubelet's

@@ -7,14 +7,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
 
 from driver.fleet import retry
 from driver.fleet.churn import ChurnEvent, churn_events
 from driver.fleet.nodes import NotOurs
-
-if TYPE_CHECKING:
-    from driver.fleet.run import Fleet
+from driver.fleet.parts import FleetParts
 
 log = logging.getLogger("driver.fleet")
 
@@ -22,7 +19,7 @@ log = logging.getLogger("driver.fleet")
 class ChurnLoop:
     """A thread playing churn events until the fleet stops."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: FleetParts) -> None:
         self._fleet = fleet
         self._thread = threading.Thread(target=self._run, name="fleet-churn", daemon=True)
 

@@ -24,8 +24,9 @@ import itertools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from driver.fleet.parts import FleetParts
 from driver.fleet.watch import ListWatch
 from simdra.runtime import (
     CapacityLedger,
@@ -36,9 +37,6 @@ from simdra.runtime import (
     plan_prepare,
 )
 
-if TYPE_CHECKING:
-    from driver.fleet.run import Fleet
-
 log = logging.getLogger("driver.fleet")
 JSON = dict[str, Any]
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
@@ -47,7 +45,7 @@ CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 class ClaimTracker:
     """Claims of played nodes: watched, prepared after a latency, freed when unused."""
 
-    def __init__(self, fleet: Fleet, prepare_latency: float, workers: int = 4) -> None:
+    def __init__(self, fleet: FleetParts, prepare_latency: float, workers: int = 4) -> None:
         self._fleet, self._latency = fleet, prepare_latency
         self._driver = fleet.config.driver_name
         self._writer = ClaimStatusWriter(fleet.client, self._driver)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from driver.kubeapi.access import ClusterAccess
-from driver.kubeapi.config import ClusterConfigError, in_cluster_access, kubeconfig_access
-from driver.kubeapi.errors import ApiStatusError, status_parts, status_text
+from driver.kubeapi.config import in_cluster_access, kubeconfig_access
+from driver.kubeapi.errors import ApiStatusError, ClusterConfigError, status_parts, status_text
 
 if TYPE_CHECKING:
     from driver.kubeapi.client import RestClient, Watch

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.kubeapi.access import ClusterAccess, Credentials, NoCredentials, StaticToken, TokenFile
+from driver.kubeapi.errors import ClusterConfigError
 
 # Credentials we leave to the official client's loader.
 FALLBACK_USER_FIELDS = ("exec", "auth-provider", "username", "password")
@@ -28,10 +29,6 @@ UNSUPPORTED = {
 }
 NO_CLUSTER = "no cluster configuration: not running in a pod with a service account"
 NO_KUBECONFIG = "and no --kubeconfig (env KUBECONFIG) given"
-
-
-class ClusterConfigError(Exception):
-    """No usable cluster configuration; the message is one line naming the flag."""
 
 
 def in_cluster_access(account_dir: Path, environ: Mapping[str, str] = os.environ) -> ClusterAccess:

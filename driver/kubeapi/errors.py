@@ -9,6 +9,10 @@ from collections.abc import Mapping
 from driver.core.textlimits import one_line
 
 
+class ClusterConfigError(Exception):
+    """No usable cluster configuration; the message is one line naming the flag."""
+
+
 class ApiStatusError(Exception):
     """The API server answered with a status outside 2xx.
 

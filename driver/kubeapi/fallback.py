@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from driver.kubeapi.access import ClusterAccess
-from driver.kubeapi.config import ClusterConfigError
+from driver.kubeapi.errors import ClusterConfigError
 
 
 class ConfigurationCredentials:
