@@ -10,8 +10,8 @@ from pathlib import Path
 from driver.dra_cli.gather import ListFailed
 from driver.kube import SERVICE_ACCOUNT_DIR, load_api_client
 from driver.kubeapi.client import RestClient
-from driver.kubeapi.config import ClusterConfigError, error_text
-from driver.kubeapi.errors import ApiStatusError
+from driver.kubeapi.config import error_text
+from driver.kubeapi.errors import ApiStatusError, ClusterConfigError
 
 NO_CONFIG = ("no kubeconfig: give --kubeconfig, set KUBECONFIG or create ~/.kube/config "
              "(or run in a pod with a service account)")

@@ -14,9 +14,11 @@ from driver.testing.apiserver import APIServer
 
 from .test_config import exec_user, write_kubeconfig
 
-# Not the plugin: the demo's harness, and the loader for exec-style credentials.
-# (driver.__main__ runs the command line when imported.)
-NOT_RUNTIME = ("driver.testing", "driver.cli.demo", "driver.kubeapi.fallback", "driver.__main__")
+# Not the plugin: the demo's harness, the loader for exec-style credentials and `kubectl
+# dra` (its `why` runs the harness's allocator; a layer contract keeps the harness out of
+# `devices` and `top`). (driver.__main__ runs the command line when imported.)
+NOT_RUNTIME = ("driver.testing", "driver.cli.demo", "driver.kubeapi.fallback", "driver.__main__",
+               "driver.dra_cli")
 
 _PROBE = """
 import importlib, json, pathlib, sys
