@@ -4,6 +4,12 @@ Read before the first write, and re-read before recreating slices when it is mor
 `max_age` (10 s) old, so that a re-created Node (new UID) does not make the garbage
 collector delete every slice we publish (api-facts 6.3). While the Node cannot be read,
 the work queue holds every pass back with backoff.
+
+A UID the caller gave (`simdra fleet`, which just created or listed the Node) owns the
+first publication of every pool however late it comes: a fleet starting 1,000 nodes
+plans their pools more than 10 s after it created the Nodes (1,000 publisher threads
+share one interpreter), and a re-read there would be one more GET per node. Once every
+pool has been published, it is as old as it is (a later recreate re-reads it).
 """
 
 from __future__ import annotations
@@ -41,11 +47,14 @@ class NodeUid:
         self.uid: str | None = known
         self._read_at = time.monotonic() if known else 0.0
         self._attempts = 0
+        # The caller's UID, until every pool has been published once: never stale.
+        self.given = known is not None
 
     @property
     def stale(self) -> bool:
-        """Older than `max_age`: re-read it before creating slices."""
-        return time.monotonic() - self._read_at > self._max_age
+        """Older than `max_age`: re-read it before creating slices (not while the
+        caller's UID owns the first publication)."""
+        return not self.given and time.monotonic() - self._read_at > self._max_age
 
     def ensure(self, pools: set[str], refresh: bool = False) -> bool:
         """Know the Node's UID (re-read it when `refresh`); on failure retry `pools` later

@@ -70,7 +70,8 @@ class Publisher:
         """With `feed`, this node's slices come from that shared list and watch
         (`driver.slices.feed`) instead of a watch of its own: one thread, not two. With
         `node_uid` (the caller just created or listed the Node), the first writes own
-        the slices by it without reading the Node first."""
+        the slices by it without reading the Node, however late they come (`node_uid`
+        module)."""
         backoff = backoff or Backoff()
         self._feed = feed
         self._api = SliceApi(api_client, driver, node)

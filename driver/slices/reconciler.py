@@ -90,6 +90,8 @@ class Reconciler:
                 self._counters.count_error("internal")
                 self._queue.retry_all(self._universe(), self._backoff.cap)
             self._queue.finish_pass(self._all_clean)
+            if self.node_uid.given and self._all_clean():
+                self.node_uid.given = False  # every pool published once by it
 
     def _learn_layout(self) -> bool:
         """Read the server's release once, before anything is planned: where counter sets

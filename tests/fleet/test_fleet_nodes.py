@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from driver.fleet import publish
 from driver.fleet.churn import ChurnEvent
 from driver.fleet.churn_loop import ChurnLoop
+from driver.slices.publisher import Publisher
 from driver.testing.apiserver import APIServer
 
 from .conftest import DRIVER, StartFleet, fleet_slices
@@ -46,6 +53,28 @@ def test_a_start_reads_no_node_it_created_or_listed(server: APIServer,
     start_fleet(nodes=4)
     assert server.request_log.count("get", "nodes") == 0
     assert server.writes() == 0
+
+
+def test_a_start_whose_slices_come_late_still_costs_the_floor(
+        server: APIServer, start_fleet: StartFleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1,000 nodes the publishers plan their pools more than the Node UID's 10 s
+    max age after the fleet created the Nodes (their threads share one interpreter):
+    the UID the fleet handed over must still own those first slices, or each node costs
+    one more GET. Here the UID ages 50 ms and the shared list of slices takes 300 ms."""
+
+    class Aging(Publisher):
+        def __init__(self, *args: Any, **options: Any) -> None:
+            super().__init__(*args, node_uid_max_age=0.05, **options)
+
+    monkeypatch.setattr(publish, "Publisher", Aging)
+    server.stall("list", "resourceslices", 0.3, together=1000)
+    start_fleet(nodes=6, mix="gpu8:50,partitioned:50")
+    slices = len(fleet_slices(server))
+    # The floor (a bare loop creating the same Nodes and slices), and the fleet's three
+    # shared requests: the list of its Nodes, the list and the watch of its slices.
+    assert server.request_log.counts() == Counter({
+        ("create", "nodes"): 6, ("create", "resourceslices"): slices,
+        ("list", "nodes"): 1, ("list", "resourceslices"): 1, ("watch", "resourceslices"): 1})
 
 
 def test_a_restarted_fleet_adopts_its_nodes_and_slices_without_writing(

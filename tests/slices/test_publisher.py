@@ -185,6 +185,25 @@ def test_slices_deleted_behind_our_back_are_republished(server, node, start):
     assert [o["metadata"]["name"] for o in slices(server)] == names  # same stable names
 
 
+def test_a_given_node_uid_owns_the_first_slices_however_late_then_ages(server, node, start):
+    """The caller's UID (a fleet's, which just created the Node) is not re-read before
+    the first slices even when they come after its max age; later recreates re-read it,
+    so a Node re-created since gets its slices owned by its new UID."""
+    server.stall("list", "resourceslices", 0.3, together=1000)  # the first pass comes late
+    publisher = start(inventory(pool("a", gpus(2))), node_uid=node["metadata"]["uid"],
+                      node_uid_max_age=0.05)
+    assert publisher.wait_synced(10)
+    assert server.request_log.count("get", "nodes") == 0
+    (first,) = slices(server)
+    assert first["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+    server.delete_object("nodes", NODE)
+    again = server.put_object("nodes", {"metadata": {"name": NODE}})
+    server.delete_object("resourceslices", first["metadata"]["name"])  # the GC's part
+    assert wait_until(lambda: [o["metadata"]["ownerReferences"][0]["uid"]
+                               for o in slices(server)] == [again["metadata"]["uid"]])
+    assert server.request_log.count("get", "nodes") == 1
+
+
 def test_injected_conflict_server_error_and_throttling_recover(server, node, start):
     server.inject_failure("create", "resourceslices", 500, count=2)
     server.inject_failure("create", "resourceslices", 429, retry_after=1)
