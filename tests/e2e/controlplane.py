@@ -267,9 +267,7 @@ class ControlPlane:
             if component not in kept:
                 component.stop()
         self.components = kept
-        if self._api_client is not None:
-            self._api_client.close()
-            self._api_client = None
+        # The clients stay: the same URL and token, they reconnect as any client would.
         self.bin, self._features = Path(bin_dir), None
         gates = self.feature_gates()
         self._start_apiserver(self._etcd_url, gates)
