@@ -48,3 +48,13 @@ def health_names_generated_claims(cp: ControlPlane) -> bool:
     ResourceClaim's own name (pkg/kubelet/cm/dra UpdateAllocatedResourcesStatus; fixed in
     1.35), so only a claim named like the pod's entry gets it."""
     return cp.minor() >= 35
+
+
+def status_survives_a_second_prepare(kubelet_minor: int) -> bool:
+    """Whether a kubelet of this minor release can write the status of a pod whose claim
+    it prepared again after its restart (a reboot): 1.35's lists the claim's CDI device
+    twice in the container's `allocatedResourcesStatus`, once from its checkpoint and once
+    from the new answer, and the API server refuses the whole status ("Duplicate value"),
+    so the pod's new container never shows in the API (seen with v1.35.4; 1.36.3 and
+    1.37.2 write it)."""
+    return kubelet_minor >= 36
