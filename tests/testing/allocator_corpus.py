@@ -22,6 +22,7 @@ from typing import Any
 
 from driver.testing.allocation.errors import AllocationError
 from driver.testing.scheduler import allocate
+from tests.testing.apiserver_corpus import minor_of
 
 JSON = dict[str, Any]
 # One file of recorded verdicts per Kubernetes minor release (`1.37.json`).
@@ -53,11 +54,6 @@ class Case:
     taint_rules: tuple[JSON, ...] = ()  # DeviceTaintRule specs
     harness: Verdict | None = None
     why: str = ""
-
-
-def minor_of(version: str) -> str:
-    """'1.37' for 'v1.37.2' or '1.37.2'."""
-    return ".".join(version.lstrip("v").split(".")[:2])
 
 
 def verdicts_file(release: str = MODELLED_RELEASE) -> Path:

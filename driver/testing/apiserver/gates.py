@@ -10,6 +10,8 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from driver.testing.apiserver.validation.release import minor_of
+
 JSON = dict[str, Any]
 
 # Gates the stand-in models: on by default as in Kubernetes 1.37, and the alpha ones the
@@ -175,7 +177,7 @@ def drop_disabled_fields(
     """`new` without the fields of disabled gates that `old` does not already use. A
     release older than a gate does not know its fields at all: the schema refuses them."""
     rules = _RULES.get(resource)
-    minor = int(release.lstrip("v").split(".")[1])
+    minor = minor_of(release)
     disabled = [g for g, on in gates.items()
                 if not on and _SINCE.get(g, 0) <= minor]
     if rules is None or not disabled:

@@ -19,6 +19,7 @@ from driver.testing.apiserver.validation.field import (
     required,
     too_long,
 )
+from driver.testing.apiserver.validation.release import minor_of
 from driver.testing.apiserver.validation.selectors import selector_list_errors
 from driver.testing.apiserver.validation.sizes import each_item, each_unique_item
 
@@ -49,8 +50,7 @@ def claim_spec_errors(spec: Any, path: str = "spec", release: str = "1.37") -> l
     requests = devices.get("requests") or []
     names = _request_names(requests)
     errors = each_unique_item(requests, f"{path}.requests", _request_errors, _name, MAX_REQUESTS)
-    minor = int(release.lstrip("v").split(".")[1])
-    errors += capacity_request_errors(requests, f"{path}.requests", minor)
+    errors += capacity_request_errors(requests, f"{path}.requests", minor_of(release))
     errors += each_item(
         devices.get("constraints"),
         f"{path}.constraints",

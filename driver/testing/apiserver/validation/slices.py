@@ -17,6 +17,7 @@ from driver.testing.apiserver.validation import formats
 from driver.testing.apiserver.validation.devices import LISTS, counter_map_errors, device_errors
 from driver.testing.apiserver.validation.field import FieldError, invalid, required
 from driver.testing.apiserver.validation.nodes import slice_nodes_errors
+from driver.testing.apiserver.validation.release import minor_of
 from driver.testing.apiserver.validation.sizes import (
     MAX_DEVICES_WITH_ADVANCED_FEATURES,
     each_unique_item,
@@ -50,7 +51,7 @@ def slice_errors(obj: JSON, current: JSON | None = None, release: str = "1.37"
     if current is not None:
         errors += _changed_errors(spec, current.get("spec") or {})
     errors += slice_nodes_errors(spec, "spec")
-    if _minor(release) < 35:
+    if minor_of(release) < 35:
         errors += _local_counter_errors(spec)
     elif spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         errors.append(invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
@@ -68,10 +69,6 @@ def slice_errors(obj: JSON, current: JSON | None = None, release: str = "1.37"
 
 def _map(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
-
-
-def _minor(release: str) -> int:
-    return int(release.lstrip("v").split(".")[1])
 
 
 def _local_counter_errors(spec: JSON) -> list[FieldError]:
