@@ -31,9 +31,8 @@ RUN python -m venv "$VENV" \
  && "$VENV/bin/pip" check \
  && rm -rf "$VENV/lib/python"*/site-packages/kubernetes/aio
 COPY README.md pyproject.toml ./
-# driver/testing (the harness `simdra demo` runs) is not in the build context
+# simdra/_driver/testing (the harness `simdra demo` runs) is not in the build context
 # (.dockerignore), so the package installed here has none of it.
-COPY driver ./driver
 COPY simdra ./simdra
 # The package itself, built with the locked setuptools (hash-checked like the rest) and no
 # dependency resolution (all there already). setuptools and pip go afterwards: the image

@@ -3,7 +3,7 @@
 Evaluates a few typical DeviceClass / request selectors against one device many times and
 prints microseconds per evaluation. The floor is the same decision written as a plain
 Python comparison on the same data, measured in the same run; the ratio says how much the
-CEL evaluator costs over it. Then it prints the time `import driver.testing.scheduler`
+CEL evaluator costs over it. Then it prints the time `import simdra._driver.testing.scheduler`
 takes in a fresh interpreter, beside a floor of `python -c pass`, and the time to compile
 one selector the first time (the parser is built lazily, once).
 
@@ -71,16 +71,16 @@ def _import_cpu_seconds(code: str) -> float:
 
 
 def _cel_import_ms() -> float:
-    """`-X importtime`'s cumulative time of driver.testing.allocation.cel, best of 5."""
+    """`-X importtime`'s cumulative time of simdra._driver.testing.allocation.cel, best of 5."""
     runs = []
     for _ in range(5):
         report = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import driver.testing.scheduler"],
+            [sys.executable, "-X", "importtime", "-c", "import simdra._driver.testing.scheduler"],
             check=True, capture_output=True, text=True,
         ).stderr  # fmt: skip
         for line in report.splitlines():
             fields = line.split("|")
-            if len(fields) == 3 and fields[2].strip() == "driver.testing.allocation.cel":
+            if len(fields) == 3 and fields[2].strip() == "simdra._driver.testing.allocation.cel":
                 runs.append(int(fields[1]) / 1000)
     return min(runs)
 
@@ -92,7 +92,7 @@ def main() -> None:
     rounds = parser.parse_args().rounds
 
     start = time.perf_counter()
-    from driver.testing.allocation.cel import DeviceView, compile_selector
+    from simdra._driver.testing.allocation.cel import DeviceView, compile_selector
 
     first = compile_selector("device.driver == 'x'")
     first_compile = time.perf_counter() - start
@@ -116,10 +116,11 @@ def main() -> None:
     print(f"import + first compile in this process: {first_compile * 1000:.0f} ms")
 
     bare = _import_cpu_seconds("pass")
-    allocator = _import_cpu_seconds("import driver.testing.scheduler")
-    print(f"CPU: python -c pass {bare * 1000:.0f} ms; import driver.testing.scheduler "
+    allocator = _import_cpu_seconds("import simdra._driver.testing.scheduler")
+    print(f"CPU: python -c pass {bare * 1000:.0f} ms; import simdra._driver.testing.scheduler "
           f"{allocator * 1000:.0f} ms (+{(allocator - bare) * 1000:.0f} ms), of which "
-          f"driver.testing.allocation.cel {_cel_import_ms():.0f} ms (-X importtime)")  # fmt: skip
+          f"simdra._driver.testing.allocation.cel {_cel_import_ms():.0f} ms "
+          "(-X importtime)")
 
 
 if __name__ == "__main__":

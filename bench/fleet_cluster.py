@@ -105,7 +105,7 @@ def _flow_schema() -> dict[str, object]:
 
 def fleet_available() -> str | None:
     """None when `simdra fleet` exists here, else why not (one line)."""
-    result = subprocess.run([sys.executable, "-m", "driver", "fleet", "--help"],
+    result = subprocess.run([sys.executable, "-m", "simdra", "fleet", "--help"],
                             capture_output=True, text=True, cwd=REPO)
     if result.returncode == 0:
         return None
@@ -117,7 +117,7 @@ class Fleet:
     """`simdra fleet` as a subprocess, its log in a file, its CPU and memory by psutil."""
 
     def __init__(self, args: list[str], log_path: Path) -> None:
-        self.args = [sys.executable, "-m", "driver", "fleet", *args]
+        self.args = [sys.executable, "-m", "simdra", "fleet", *args]
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
         self.started = 0.0

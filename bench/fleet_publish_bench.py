@@ -3,7 +3,7 @@
 Usage: python bench/fleet_publish_bench.py [--sizes 100 300 1000] [--quiet-seconds 20]
 
 For each size the API stand-in runs in a child process and the fleet in another
-(`python -m driver fleet --nodes N --mix gpu8:100`, 8 exclusive GPUs a node), so the
+(`python -m simdra fleet --nodes N --mix gpu8:100`, 8 exclusive GPUs a node), so the
 figures are the fleet's own. Printed per size:
 - publish: seconds from start to the fleet's "published" line, and the same slices
   POSTed by a bare loop (one client, one thread) into the same stand-in: the floor;
@@ -61,7 +61,7 @@ def run_fleet(stand_in: StandIn, kubeconfig: Path, nodes: int, quiet: float,
     before = stand_in.ask("requests")
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "driver", "fleet", "--kubeconfig", str(kubeconfig),
+            [sys.executable, "-m", "simdra", "fleet", "--kubeconfig", str(kubeconfig),
              "--nodes", str(nodes), "--mix", "gpu8:100", "--seed", "1"],
             stderr=log, cwd=ROOT)
     published = _wait_line(log_path, r"fleet: published (\d+) nodes, (\d+) slices in ([\d.]+) s",
@@ -93,7 +93,7 @@ def _wait_line(path: Path, pattern: str, process: subprocess.Popen[bytes]) -> re
 
 def bare_loop(kubeconfig: Path, slices: list[dict[str, Any]]) -> float:
     """Seconds to POST `slices` (server-set fields dropped) one after another."""
-    from driver.kube import load_api_client
+    from simdra._driver.kube import load_api_client
 
     client = load_api_client(str(kubeconfig))
     bodies = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
@@ -106,8 +106,8 @@ def bare_loop(kubeconfig: Path, slices: list[dict[str, Any]]) -> float:
 
 FLOOR_SCRIPT = """
 import sys, psutil
-from driver.fleet.mix import SHAPES, node_names
-from driver.fleet.pool_plan import plan_inventory
+from simdra._driver.fleet.mix import SHAPES, node_names
+from simdra._driver.fleet.pool_plan import plan_inventory
 plans = [plan_inventory(n, "dra.example.com", SHAPES["gpu8"]) for n in node_names("f", {n})]
 print(psutil.Process().memory_info().rss)
 """
@@ -132,7 +132,7 @@ def main() -> None:
     for nodes in args.sizes:
         stand_in = StandIn(COMMANDS)
         try:
-            from driver.testing.kubeconfig import write_kubeconfig
+            from simdra._driver.testing.kubeconfig import write_kubeconfig
 
             kubeconfig = write_kubeconfig(workdir / f"kc-{nodes}", stand_in.url)
             fig = run_fleet(stand_in, kubeconfig, nodes, args.quiet_seconds,

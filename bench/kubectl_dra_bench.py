@@ -33,7 +33,7 @@ SIZE = {"nodes": 1000, "gpus": 8, "claims": 2000}
 CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
-from driver.dra_cli.main import main
+from simdra._driver.dra_cli.main import main
 import io
 out = io.StringIO()
 code = main(sys.argv[1:], out=out)
@@ -127,7 +127,7 @@ def main() -> None:
         stand_in.ask("fill")
         print(f"filled the stand-in in {time.perf_counter() - started:.1f} s")
         with tempfile.TemporaryDirectory() as tmp:
-            # Written here rather than with driver.testing.kubeconfig: this process stays
+            # Written here rather than with simdra._driver.testing.kubeconfig: this process stays
             # small, as getrusage's peak of a forked child may start at its parent's.
             kubeconfig = Path(tmp) / "config"
             kubeconfig.write_text(json.dumps({  # JSON is YAML

@@ -48,9 +48,9 @@ from scale_floor import Floor
 from shares import make_shares
 from targets import Row, table
 
-from driver.claims.types import ClaimRef
-from driver.testing.cluster import LocalCluster
-from driver.testing.kubelet import KubeletError
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.testing.cluster import LocalCluster
+from simdra._driver.testing.kubelet import KubeletError
 
 MIB = 1024 * 1024
 SETTLE_SECONDS = 3.0  # after publishing: let the first rescan and GC pass

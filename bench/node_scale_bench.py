@@ -63,9 +63,9 @@ from scale_floor import Floor
 from shares import make_shares
 from targets import Row, table
 
-from driver.claims.types import ClaimRef
-from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
-from driver.testing.cluster import LocalCluster
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
+from simdra._driver.testing.cluster import LocalCluster
 
 NICS = 8
 CONCURRENCY = (1, 8, 64)

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 from stand_in_process import StandIn
 
-from driver.devices.model import Device, Inventory, Pool
-from driver.slices.publisher import Publisher
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.slices.publisher import Publisher
 
 DRIVER = "gpu.example.com"
 NODE = "bench-node"
@@ -170,7 +170,7 @@ def run(size: int, quiet_seconds: float) -> None:
 
 
 def _client(url: str) -> Any:
-    from driver.kubeapi import ClusterAccess, RestClient
+    from simdra._driver.kubeapi import ClusterAccess, RestClient
 
     return RestClient(ClusterAccess(server=url))
 

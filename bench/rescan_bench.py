@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-from driver.kinds.sysfs import SysfsBackend
-from driver.kinds.sysfs.nvml import NoNvml
+from simdra._driver.kinds.sysfs import SysfsBackend
+from simdra._driver.kinds.sysfs.nvml import NoNvml
 from tests.devices.sysfs_trees import GIB, SysfsTree
 
 

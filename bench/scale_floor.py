@@ -19,7 +19,7 @@ from types import TracebackType
 
 import grpc
 
-from driver.atomicfile import remove_durable, write_atomic
+from simdra._driver.atomicfile import remove_durable, write_atomic
 
 RECORD_BYTES = 3000  # about a one-share claim's record
 SPEC_BYTES = 1200  # and its CDI spec

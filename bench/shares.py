@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 
-from driver.claims.types import ClaimRef
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster
 
 NIC_BANDWIDTH = 10_000_000_000  # the fake NIC's capacity
 BANDWIDTH_STEP = 8  # its request policy's step

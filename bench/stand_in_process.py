@@ -15,7 +15,7 @@ Command = Callable[[Any], Any]  # the child's APIServer -> what the parent recei
 
 
 def _serve(conn: Any, commands: Mapping[str, Command], nodes: Sequence[str]) -> None:
-    from driver.testing.apiserver import APIServer
+    from simdra._driver.testing.apiserver import APIServer
 
     with APIServer() as server:
         for node in nodes:

@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from targets import Row, table  # noqa: E402
 
-from driver.kubelet.gen import pluginregistration_v1_pb2 as regpb  # noqa: E402
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc  # noqa: E402
-from driver.testing import APIServer  # noqa: E402
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb  # noqa: E402
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc  # noqa: E402
+from simdra._driver.testing import APIServer  # noqa: E402
 
 FLOOR_SERVER = textwrap.dedent("""
     import sys, grpc
@@ -112,7 +112,7 @@ def plugin_once(api: APIServer, kubeconfig: Path, workdir: Path, devices: int,
     client.CoreV1Api(api.api_client()).create_node({"metadata": {"name": node}})
     start = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "driver", "run", "--node-name", node,
+        [sys.executable, "-m", "simdra", "run", "--node-name", node,
          "--kubeconfig", str(kubeconfig), "--kubelet-registrar-directory-path", str(registry),
          "--kubelet-plugins-directory-path", str(plugins), "--cdi-root", str(workdir / "cdi"),
          "--num-devices", str(devices)],

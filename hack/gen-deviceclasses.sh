@@ -2,7 +2,7 @@
 # Regenerates the DeviceClasses the deployment ships (deploy/base/deviceclasses.yaml and
 # the chart's deviceClasses.classes in deploy/helm/simdra/values.yaml) from the
 # registered device kinds, with `simdra deviceclasses`. Run it after adding or changing a
-# kind in driver/kinds/. Extra arguments go to hack/gen_deviceclasses.py (e.g. --check).
+# kind in simdra/_driver/kinds/. Extra arguments go to hack/gen_deviceclasses.py (e.g. --check).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/venv.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates driver/kubelet/gen/ (pb2, pb2_grpc, .pyi) from protos/*.proto.
+# Regenerates simdra/_driver/kubelet/gen/ (pb2, pb2_grpc, .pyi) from protos/*.proto.
 # Extra arguments go to hack/gen_protos.py (e.g. --out DIR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

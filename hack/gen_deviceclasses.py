@@ -34,7 +34,7 @@ def simdra(*args: str) -> str:
     no KINDS or DRIVER_NAME from the calling environment)."""
     env = {k: v for k, v in os.environ.items() if k not in ("KINDS", "DRIVER_NAME")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-m", "driver", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "simdra", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, check=False)
     if done.returncode != 0:
         sys.exit(f"simdra {' '.join(args)} failed: {done.stderr.strip()}")

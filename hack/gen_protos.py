@@ -2,10 +2,10 @@
 """Regenerates the Python gRPC code for the kubelet-facing protos.
 
 Reads every `protos/*.proto`, runs `python -m grpc_tools.protoc` (pb2, pb2_grpc and
-.pyi stubs) and writes the result as one flat package, `driver/kubelet/gen/` by default.
+.pyi stubs) and writes the result as one flat package, `simdra/_driver/kubelet/gen/` by default.
 grpc_tools emits top-level imports (`import dra_v1_pb2`), which only work with the output
 directory on sys.path; they are rewritten to package-relative imports so the modules
-load as `driver.kubelet.gen.<module>`.
+load as `simdra._driver.kubelet.gen.<module>`.
 
 The output is deterministic for a given grpcio-tools release, which is why that release
 is pinned: tests/kubelet/test_generated_code.py regenerates and compares byte for byte.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "protos"
-DEFAULT_OUT = ROOT / "driver" / "kubelet" / "gen"
+DEFAULT_OUT = ROOT / "simdra" / "_driver" / "kubelet" / "gen"
 # Must equal the grpcio-tools pin in pyproject.toml: other releases emit other code.
 GRPCIO_TOOLS_VERSION = "1.85.1"
 

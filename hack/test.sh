@@ -9,7 +9,7 @@ source "$root/hack/venv.sh"
 cd "$root"
 ruff check .
 lint-imports --no-cache  # layer contracts: [tool.importlinter] in pyproject.toml
-mypy  # strict type check of driver/ (generated code excluded): [tool.mypy] in pyproject.toml
+mypy  # strict type check of simdra/ (generated code excluded): [tool.mypy] in pyproject.toml
 # The deploy tests run real helm (lint, template) on the chart: build it first (cached
 # after the first time, see hack/build-helm.sh). A helm that cannot be built stops the
 # suite here with one line; the chart is never silently left unchecked.

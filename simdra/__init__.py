@@ -21,33 +21,38 @@ discovering real hardware are in `simdra.sysfs`.
 
 This module and those three are the public API: the names in their `__all__` keep
 working across minor releases (tests/test_public_api.py fails when one disappears or
-changes its signature). Everything under `driver` is private.
+changes its signature). Everything under `simdra._driver` is private.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from driver.core.quantity import (
+from simdra._driver.core.quantity import (
     QuantityError,
     ceil_int,
     format_quantity,
     parse_quantity,
     quantity_text,
 )
-from driver.core.validation import FieldError, validate_device
-from driver.devices.backend import BackendContext, DeviceBackend
-from driver.devices.config_handler import ConfigError, ConfigHandler, ConfigTarget, FieldReader
-from driver.devices.kind import (
+from simdra._driver.core.validation import FieldError, validate_device
+from simdra._driver.devices.backend import BackendContext, DeviceBackend
+from simdra._driver.devices.config_handler import (
+    ConfigError,
+    ConfigHandler,
+    ConfigTarget,
+    FieldReader,
+)
+from simdra._driver.devices.kind import (
     DeviceKind,
     FakeProfile,
     ProfileBuild,
     ProfileContext,
     ProfileDevices,
 )
-from driver.devices.kind_registry import KindSet
-from driver.devices.model import JSON, Device, Inventory, Pool
-from driver.devices.standard_attributes import (
+from simdra._driver.devices.kind_registry import KindSet
+from simdra._driver.devices.model import JSON, Device, Inventory, Pool
+from simdra._driver.devices.standard_attributes import (
     NUMA_NODE,
     PCI_BUS_ID,
     PCIE_ROOT,
@@ -56,7 +61,7 @@ from driver.devices.standard_attributes import (
     simulated_topology,
     topology_attributes,
 )
-from driver.devices.uuids import stable_uuid
+from simdra._driver.devices.uuids import stable_uuid
 
 __all__ = [
     "JSON",
@@ -106,7 +111,7 @@ def main(argv: Sequence[str] | None = None, kinds: Sequence[type[DeviceKind]] = 
     The kinds must be importable by module and name (defined at module level), because
     `simdra demo` and the test harness start the plugin as a separate process.
     """
-    from driver.cli import main as cli_main
-    from driver.cli.kinds import with_kinds
+    from simdra._driver.cli import main as cli_main
+    from simdra._driver.cli.kinds import with_kinds
 
     return cli_main(with_kinds(argv, kinds))

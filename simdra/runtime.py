@@ -20,35 +20,35 @@ One part at a time::
     allocation = parse_claim(claim_json, driver_name)           # our part of a claim
     ClaimStatusWriter(client, driver_name).sync(allocation.ref, prepared)  # status.devices
 
-Their own docstrings give the arguments; `driver/` holds the rest, which is private.
+Their own docstrings give the arguments; `simdra._driver` holds the rest, which is private.
 """
 
 from __future__ import annotations
 
-from driver.atomicfile import remove_durable, safe_child, write_atomic
-from driver.claims.allocation import parse_claim
-from driver.claims.cdi import encode_spec, render_spec, spec_file_name
-from driver.claims.checkpoint import Checkpoint
-from driver.claims.errors import ClaimError
-from driver.claims.ledger import CapacityLedger
-from driver.claims.plan import plan_prepare
-from driver.claims.preparer import Preparer
-from driver.claims.status import ClaimStatusWriter
-from driver.claims.types import ClaimRef
-from driver.config import Config
-from driver.core.health import DeviceHealth, HealthStatus
-from driver.kube import load_api_client
-from driver.kubeapi.client import RestClient
-from driver.kubeapi.errors import ApiStatusError
-from driver.kubelet.health import HealthBoard
-from driver.kubelet.registration import RegistrationServicer
-from driver.observability.metrics import PluginMetrics
-from driver.plugin import Plugin, make_backend
-from driver.slices.backoff import Backoff
-from driver.slices.desired import desired_pool
-from driver.slices.feed import SliceFeed
-from driver.slices.publisher import Publisher
-from driver.startup import run_plugin
+from simdra._driver.atomicfile import remove_durable, safe_child, write_atomic
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.cdi import encode_spec, render_spec, spec_file_name
+from simdra._driver.claims.checkpoint import Checkpoint
+from simdra._driver.claims.errors import ClaimError
+from simdra._driver.claims.ledger import CapacityLedger
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.status import ClaimStatusWriter
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.config import Config
+from simdra._driver.core.health import DeviceHealth, HealthStatus
+from simdra._driver.kube import load_api_client
+from simdra._driver.kubeapi.client import RestClient
+from simdra._driver.kubeapi.errors import ApiStatusError
+from simdra._driver.kubelet.health import HealthBoard
+from simdra._driver.kubelet.registration import RegistrationServicer
+from simdra._driver.observability.metrics import PluginMetrics
+from simdra._driver.plugin import Plugin, make_backend
+from simdra._driver.slices.backoff import Backoff
+from simdra._driver.slices.desired import desired_pool
+from simdra._driver.slices.feed import SliceFeed
+from simdra._driver.slices.publisher import Publisher
+from simdra._driver.startup import run_plugin
 
 __all__ = [
     "ApiStatusError",

@@ -17,12 +17,24 @@ Example::
 
 from __future__ import annotations
 
-from driver.devices.stamps import file_stamp, link_targets_stamp, listing_stamp
-from driver.devices.sysfs.files import follow, link_name, read_int, read_text, resolve
-from driver.devices.sysfs.names import label, unique_names
-from driver.devices.sysfs.pci import BDF, PciFunction, id_text, list_pci_functions, owning_function
-from driver.devices.sysfs.selectors import Selector, parse_selectors
-from driver.devices.sysfs.values import bool_attr, int_attr, string_attr, to_semver, version_attr
+from simdra._driver.devices.stamps import file_stamp, link_targets_stamp, listing_stamp
+from simdra._driver.devices.sysfs.files import follow, link_name, read_int, read_text, resolve
+from simdra._driver.devices.sysfs.names import label, unique_names
+from simdra._driver.devices.sysfs.pci import (
+    BDF,
+    PciFunction,
+    id_text,
+    list_pci_functions,
+    owning_function,
+)
+from simdra._driver.devices.sysfs.selectors import Selector, parse_selectors
+from simdra._driver.devices.sysfs.values import (
+    bool_attr,
+    int_attr,
+    string_attr,
+    to_semver,
+    version_attr,
+)
 
 __all__ = [
     "BDF",

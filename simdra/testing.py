@@ -23,7 +23,7 @@ capacity).
 
 from __future__ import annotations
 
-from driver.testing import (
+from simdra._driver.testing import (
     AllocationError,
     Allocator,
     APIServer,

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import urllib3
 
-from driver.cli import main
-from driver.kube import ClusterConfigError, load_api_client
-from driver.testing.cluster import wait_until
-from driver.testing.kubeconfig import write_kubeconfig
+from simdra._driver.cli import main
+from simdra._driver.kube import ClusterConfigError, load_api_client
+from simdra._driver.testing.cluster import wait_until
+from simdra._driver.testing.kubeconfig import write_kubeconfig
 
 # Settings of the caller that would change what `simdra run` finds.
 _CLEAN = ("NODE_NAME", "KUBECONFIG", "DEVICE_PROFILE", "DEVICE_BACKEND", "NUM_DEVICES",
@@ -97,10 +97,11 @@ def test_flags_can_come_from_environment_variables(capsys, monkeypatch) -> None:
 
 
 def test_sysfs_selectors_are_normalised_from_flags_and_environment(monkeypatch) -> None:
-    import driver.startup
+    import simdra._driver.startup
 
     seen = []
-    monkeypatch.setattr(driver.startup, "run_plugin", lambda config: seen.append(config) or 0)
+    monkeypatch.setattr(simdra._driver.startup, "run_plugin",
+                        lambda config: seen.append(config) or 0)
     monkeypatch.setenv("SYSFS_DENY", "vendor:10DE")
 
     assert main(["run", "--node-name", "n", "--sysfs-allow", " pci:3B:00.0, iface:eth1 "]) == 0
@@ -174,7 +175,7 @@ def test_bad_command_line_is_one_line(capsys, args: tuple[str, ...], expected: s
 
 def test_bad_command_line_exits_2_through_the_console_entry_point(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in _CLEAN}
-    result = subprocess.run([sys.executable, "-m", "driver", "run", "--node-name", "n1",
+    result = subprocess.run([sys.executable, "-m", "simdra", "run", "--node-name", "n1",
                              "--device-profile", "tpu"], capture_output=True, text=True,
                             env=env, timeout=60, check=False, cwd=tmp_path)
 
@@ -186,9 +187,9 @@ def test_bad_command_line_exits_2_through_the_console_entry_point(tmp_path: Path
 
 
 # `simdra demo` where the harness is not installed (the plugin image): the import system
-# then finds no driver.testing, as Python does for a module set to None in sys.modules.
-_NO_HARNESS = ("import sys; sys.modules['driver.testing'] = None; "
-               "from driver.cli import main; sys.exit(main(['demo']))")
+# then finds no simdra._driver.testing, as Python does for a module set to None in sys.modules.
+_NO_HARNESS = ("import sys; sys.modules['simdra._driver.testing'] = None; "
+               "from simdra._driver.cli import main; sys.exit(main(['demo']))")
 
 
 def test_demo_without_its_harness_names_what_to_install(tmp_path: Path) -> None:
@@ -198,13 +199,13 @@ def test_demo_without_its_harness_names_what_to_install(tmp_path: Path) -> None:
 
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
-        "simdra demo: not installed: driver.testing; install simdra with its `demo` extra "
+        "simdra demo: not installed: simdra._driver.testing; install simdra with its `demo` extra "
         "from a source checkout: pip install '.[demo]' (the plugin image leaves the demo out)"]
     assert "Published" not in result.stdout
 
 
 def test_demo_without_an_extra_dependency_names_it(capsys, monkeypatch) -> None:
-    from driver.cli import demo
+    from simdra._driver.cli import demo
 
     monkeypatch.setattr(demo, "DEMO_DISTRIBUTIONS",
                         (*demo.DEMO_DISTRIBUTIONS, "simdra-not-installed"))
@@ -219,7 +220,7 @@ def test_demo_checks_exactly_the_demo_extra_of_pyproject() -> None:
 
     from packaging.requirements import Requirement
 
-    from driver.cli.demo import DEMO_DISTRIBUTIONS
+    from simdra._driver.cli.demo import DEMO_DISTRIBUTIONS
 
     project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     extra = project["project"]["optional-dependencies"]["demo"]
@@ -283,7 +284,7 @@ def test_api_server_down_logs_one_line_per_attempt_with_the_delay(tmp_path: Path
     log_path = tmp_path / "plugin.log"
     with open(log_path, "wb") as log:
         plugin = subprocess.Popen(
-            [sys.executable, "-m", "driver", *_run_in(tmp_path, "--kubeconfig", str(kubeconfig))],
+            [sys.executable, "-m", "simdra", *_run_in(tmp_path, "--kubeconfig", str(kubeconfig))],
             stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: log_path.read_text().count("slice watch failed") >= 3, timeout=60,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import driver.startup
-from driver.cli import main
+import simdra._driver.startup
+from simdra._driver.cli import main
 
 
 @pytest.fixture
@@ -15,7 +15,8 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list:
     for name in ("NODE_NAME", "POD_NAMESPACE", "POD_NAME"):
         monkeypatch.delenv(name, raising=False)
     seen: list = []
-    monkeypatch.setattr(driver.startup, "run_plugin", lambda config: seen.append(config) or 0)
+    monkeypatch.setattr(simdra._driver.startup, "run_plugin",
+                        lambda config: seen.append(config) or 0)
     return seen
 
 

@@ -1,6 +1,6 @@
 """The driver's code stays in pieces a reader can hold: no module over 400 lines, no
 function over 40, so that each file is named for one role and each function can be read
-at once. The generated gRPC stubs (driver/kubelet/gen) are left out; they are not ours.
+at once. The generated gRPC stubs (simdra/_driver/kubelet/gen) are left out; they are not ours.
 
 A failure names every file and function over its limit, with its length.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-DRIVER = Path(__file__).resolve().parent.parent / "driver"
+DRIVER = Path(__file__).resolve().parent.parent / "simdra" / "_driver"
 GENERATED = DRIVER / "kubelet" / "gen"
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 40

@@ -1,4 +1,4 @@
-"""pyproject.toml's lower bounds admit no client version that lacks what driver/ imports.
+"""pyproject.toml's lower bounds admit no client version that lacks what simdra imports.
 
 The facts below were read from the published wheels (`pip download kubernetes==<v>
 --no-deps`, listing `kubernetes/client/api/`): 33.1.0 has no `resource_v1_api.py`,
@@ -14,7 +14,7 @@ from pathlib import Path
 import kubernetes.client
 
 ROOT = Path(__file__).resolve().parents[1]
-# (package, first version exposing it, the API driver/ uses)
+# (package, first version exposing it, the API simdra uses)
 FIRST_WITH = {"kubernetes": ((34, 1, 0), "ResourceV1Api")}
 
 
@@ -29,7 +29,7 @@ def _floor(package: str) -> tuple[int, ...]:
 
 def test_driver_uses_the_api_named_in_the_fact():
     """The fact is about what the code really imports (else it guards nothing)."""
-    uses = [p for p in (ROOT / "driver").rglob("*.py") if "ResourceV1Api" in p.read_text()]
+    uses = [p for p in (ROOT / "simdra").rglob("*.py") if "ResourceV1Api" in p.read_text()]
     assert uses
     assert hasattr(kubernetes.client, FIRST_WITH["kubernetes"][1])
 

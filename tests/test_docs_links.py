@@ -101,8 +101,8 @@ def test_the_front_page_is_short_and_has_the_setup_commands() -> None:
 @pytest.mark.parametrize(("heading", "slug"), [
     ("Reconciliation: leaked claims are reported, and freed only when the kubelet agrees",
      "reconciliation-leaked-claims-are-reported-and-freed-only-when-the-kubelet-agrees"),
-    ("1. The backend: `driver/devices/examples/vpu.py`",
-     "1-the-backend-driverdevicesexamplesvpupy"),
+    ("1. The backend: `simdra/_driver/devices/examples/vpu.py`",
+     "1-the-backend-simdra_driverdevicesexamplesvpupy"),
     ("4.8 Request policy rules", "48-request-policy-rules"),
     ("A prepare's path", "a-prepares-path"),
     ("Adding a kind, end to end: simulated VPUs", "adding-a-kind-end-to-end-simulated-vpus"),

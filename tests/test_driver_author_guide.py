@@ -217,7 +217,7 @@ def _console_script(name: str) -> list[str]:
 # Config and prints it instead of starting the plugin.
 DRY_RUN = """
 import importlib, json, sys
-import driver.cli.run as run
+import simdra._driver.cli.run as run
 
 def dry_run(args):
     config = run.config_from_args(args)
@@ -234,7 +234,7 @@ sys.exit(getattr(importlib.import_module(module), function)(sys.argv[2:]))
 def _script_target(name: str) -> str:
     """`module:function` of a console script: simdra's, or one the example declares."""
     if name == "simdra":
-        return "driver.cli:main"
+        return "simdra._driver.cli:main"
     return str(tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]["scripts"]
                [name])
 
@@ -396,7 +396,7 @@ def simdra_touched() -> tuple[int, dict[str, int]]:
     """(files of simdra's code that name the example, {other file: lines}) outside the
     example, the docs and the tests."""
     names = _example_names()
-    code = [p for root in ("driver", "simdra") for p in (REPO / root).rglob("*.py")]
+    code = [p for root in ("simdra",) for p in (REPO / root).rglob("*.py")]
     touched = sum(1 for p in code if code_naming_the_example(p, names))
     others = [REPO / n for n in ("Dockerfile", ".dockerignore", "pyproject.toml")]
     others += [p for root in ("deploy", "hack") for p in (REPO / root).rglob("*")
@@ -458,13 +458,14 @@ FACTS = (
     Fact(r"this guide \(([\d,]+) lines\)", lambda: _read_lines()[1]),
     Fact(r"([\d,]+) lines in all", lambda: sum(_read_lines())),
     Fact(r"about ([\d.]+)k lines of Python",
-         lambda: round(_python_lines(REPO / "driver")[1] / 1000
-                       - _python_lines(REPO / "driver/testing")[1] / 1000, 1), 0.1),
+         lambda: round(_python_lines(REPO / "simdra/_driver")[1] / 1000
+                       - _python_lines(REPO / "simdra/_driver/testing")[1] / 1000, 1), 0.1),
     Fact(r"k lines of Python in ([\d,]+) files",
-         lambda: _python_lines(REPO / "driver")[0] - _python_lines(REPO / "driver/testing")[0],
+         lambda: _python_lines(REPO / "simdra/_driver")[0]
+         - _python_lines(REPO / "simdra/_driver/testing")[0],
          0.1),
-    Fact(r"the harness, `driver/testing/`, another ([\d.]+)k",
-         lambda: round(_python_lines(REPO / "driver/testing")[1] / 1000, 1), 0.1),
+    Fact(r"the harness, `simdra/_driver/testing/`, another ([\d.]+)k",
+         lambda: round(_python_lines(REPO / "simdra/_driver/testing")[1] / 1000, 1), 0.1),
     Fact(r"own Python is ([\d,]+) lines", own_python_lines),
     Fact(r"([\d,]+) files? of simdra's code", lambda: simdra_touched()[0]),
 )
@@ -557,7 +558,7 @@ def env_table() -> dict[str, str]:
 def test_the_guide_lists_every_env_key_the_plugin_reserves() -> None:
     """Every key of RESERVED_ENV_KEYS (what `env_attributes` may not use: the plugin sets
     it for every device it prepares) has its line in the guide, and no other key does."""
-    from driver.devices.kind_registry import RESERVED_ENV_KEYS
+    from simdra._driver.devices.kind_registry import RESERVED_ENV_KEYS
 
     listed = env_table()
 
@@ -572,7 +573,7 @@ def test_the_guide_names_no_private_module_for_an_author_to_import() -> None:
     example_code = [b.body for b in sourced_blocks()
                     if b.source[0].startswith("docs/examples/")]
 
-    assert "driver/devices/examples" not in text
+    assert "simdra/_driver/devices/examples" not in text
     assert "`driver` is private" in " ".join(text.split())
     assert not any(re.search(r"^\s*(from|import) driver\b", code, re.M)
                    for code in example_code)

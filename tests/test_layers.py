@@ -28,9 +28,8 @@ def _contract_names() -> dict[str, str]:
 
 def _lint_copy(tmp_path: Path, module: str | None = None, line: str = "") -> tuple[int, str]:
     """Run lint-imports on a copy of the package, with `line` appended to `module`."""
-    for package in ("driver", "simdra"):
-        shutil.copytree(ROOT / package, tmp_path / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "simdra", tmp_path / "simdra",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     if module is not None:
         path = tmp_path / (module.replace(".", "/") + ".py")
@@ -49,27 +48,27 @@ def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("contract", "module", "line"), [
     # The runtime path importing the harness.
-    ("harness", "driver.slices.desired", "import driver.testing"),
+    ("harness", "simdra._driver.slices.desired", "import simdra._driver.testing"),
     # The harness importing the command line above it.
-    ("harness-below-cli", "driver.testing.demo", "import driver.cli.usage"),
+    ("harness-below-cli", "simdra._driver.testing.demo", "import simdra._driver.cli.usage"),
     # The device layer importing the kubelet layer above it (and its gRPC code).
-    ("layers", "driver.devices.model", "from driver.kubelet import sockets"),
+    ("layers", "simdra._driver.devices.model", "from simdra._driver.kubelet import sockets"),
     # The ground floor importing anything of ours.
-    ("layers", "driver.core.health", "import driver.devices.model"),
+    ("layers", "simdra._driver.core.health", "import simdra._driver.devices.model"),
     # One lane importing the other.
-    ("lanes", "driver.slices.desired", "import driver.claims.types"),
+    ("lanes", "simdra._driver.slices.desired", "import simdra._driver.claims.types"),
     # The claim lane importing the layer above it.
-    ("layers", "driver.claims.plan", "import driver.slices.api"),
+    ("layers", "simdra._driver.claims.plan", "import simdra._driver.slices.api"),
     # A built-in kind reaching past the public API into the internals.
-    ("kinds-on-public-api", "driver.kinds.nic", "from driver.claims import env"),
+    ("kinds-on-public-api", "simdra._driver.kinds.nic", "from simdra._driver.claims import env"),
     # The internals importing the public face above them.
-    ("layers", "driver.devices.model", "import simdra"),
+    ("public-face-on-top", "simdra._driver.devices.model", "import simdra.runtime"),
     # The API stand-in judging writes with the driver's own validators.
-    ("own-rule-book", "driver.testing.apiserver.lifecycle",
-     "from driver.core.validation import validate_slice"),
+    ("own-rule-book", "simdra._driver.testing.apiserver.lifecycle",
+     "from simdra._driver.core.validation import validate_slice"),
     # ... or with just one rule module of them.
-    ("own-rule-book", "driver.testing.apiserver.validation.devices",
-     "from driver.core.validation.names import dns_label_errors"),
+    ("own-rule-book", "simdra._driver.testing.apiserver.validation.devices",
+     "from simdra._driver.core.validation.names import dns_label_errors"),
 ])
 def test_a_wrong_import_breaks_its_contract(
     tmp_path: Path, contract: str, module: str, line: str

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from driver.observability.logs import configure_logging, log_context
+from simdra._driver.observability.logs import configure_logging, log_context
 
 UID = "0d7c5a3e-1111-4111-8111-111111111111"
 
@@ -18,7 +18,7 @@ UID = "0d7c5a3e-1111-4111-8111-111111111111"
 @pytest.fixture
 def output() -> Iterator[io.StringIO]:
     """The root logger's handlers and levels are restored after each test."""
-    root, own = logging.getLogger(), logging.getLogger("driver")
+    root, own = logging.getLogger(), logging.getLogger("simdra")
     saved = (list(root.handlers), root.level, own.level)
     stream = io.StringIO()
     yield stream
@@ -36,14 +36,14 @@ def json_lines(stream: io.StringIO) -> list[dict[str, str]]:
 
 def test_json_lines_carry_message_level_and_claim_context(output):
     configure_logging("json", 0, stream=output)
-    log = logging.getLogger("driver.claims.preparer")
+    log = logging.getLogger("simdra._driver.claims.preparer")
     with log_context(claim="default/web", claim_uid=UID):
         log.info("prepared %s", "web")
     log.info("outside")
 
     inside, outside = json_lines(output)
     assert inside["msg"] == "prepared web"
-    assert (inside["level"], inside["logger"]) == ("INFO", "driver.claims.preparer")
+    assert (inside["level"], inside["logger"]) == ("INFO", "simdra._driver.claims.preparer")
     assert (inside["claim"], inside["claim_uid"]) == ("default/web", UID)
     assert inside["ts"].endswith("Z") and "T" in inside["ts"]
     assert "claim_uid" not in outside
@@ -51,7 +51,7 @@ def test_json_lines_carry_message_level_and_claim_context(output):
 
 def test_json_keeps_exceptions_and_extra_fields(output):
     configure_logging("json", 0, stream=output)
-    log = logging.getLogger("driver.slices.publisher")
+    log = logging.getLogger("simdra._driver.slices.publisher")
     try:
         raise OSError("connection reset")
     except OSError:
@@ -67,11 +67,11 @@ def test_json_keeps_exceptions_and_extra_fields(output):
 def test_text_appends_key_value_pairs_quoting_spaces(output):
     configure_logging("text", 0, stream=output)
     with log_context(claim_uid=UID, device="gpu-0", pool=None):
-        logging.getLogger("driver.claims").warning("step %s failed", "write CDI spec",
+        logging.getLogger("simdra._driver.claims").warning("step %s failed", "write CDI spec",
                                                    extra={"error": "no space left"})
 
     line = output.getvalue().strip()
-    assert " WARNING driver.claims: step write CDI spec failed " in line
+    assert " WARNING simdra._driver.claims: step write CDI spec failed " in line
     assert f"claim_uid={UID}" in line
     assert "device=gpu-0" in line
     assert 'error="no space left"' in line
@@ -80,7 +80,7 @@ def test_text_appends_key_value_pairs_quoting_spaces(output):
 
 def test_nested_contexts_add_and_override_then_restore(output):
     configure_logging("json", 0, stream=output)
-    log = logging.getLogger("driver.claims")
+    log = logging.getLogger("simdra._driver.claims")
     with log_context(claim_uid=UID, pool="node-a"):
         with log_context(device="nic-0", pool="node-a-nics"):
             log.info("inner")
@@ -94,7 +94,7 @@ def test_nested_contexts_add_and_override_then_restore(output):
 
 def test_threads_see_only_their_own_context(output):
     configure_logging("json", 0, stream=output)
-    log = logging.getLogger("driver.claims")
+    log = logging.getLogger("simdra._driver.claims")
     both_inside = threading.Barrier(2, timeout=5)
 
     def work(uid: str) -> None:
@@ -124,7 +124,7 @@ def test_verbosity_selects_debug_for_simdra_then_libraries(output):
         output.seek(0)
         output.truncate()
         configure_logging("text", verbosity, stream=output)
-        logging.getLogger("driver.kubelet").debug("own debug")
+        logging.getLogger("simdra._driver.kubelet").debug("own debug")
         logging.getLogger("urllib3.connectionpool").debug("library debug")
         logging.getLogger("urllib3.connectionpool").info("library info")
         return [line.split(": ", 1)[1] for line in output.getvalue().splitlines()]
@@ -137,7 +137,7 @@ def test_verbosity_selects_debug_for_simdra_then_libraries(output):
 def test_reconfiguring_replaces_the_handler_and_bad_values_are_refused(output):
     configure_logging("text", 0, stream=output)
     configure_logging("json", 0, stream=output)
-    logging.getLogger("driver").info("once")
+    logging.getLogger("simdra").info("once")
     assert [line["msg"] for line in json_lines(output)] == ["once"]
     with pytest.raises(ValueError, match="xml"):
         configure_logging("xml", 0, stream=output)
@@ -147,8 +147,8 @@ def test_reconfiguring_replaces_the_handler_and_bad_values_are_refused(output):
 
 def test_text_lines_cannot_be_forged_by_values_from_the_api(output):
     configure_logging("text", 0, stream=output)
-    forged = "web\n2026-01-01T00:00:00.000Z ERROR driver.claims: forged"
-    log = logging.getLogger("driver.claims.preparer")
+    forged = "web\n2026-01-01T00:00:00.000Z ERROR simdra._driver.claims: forged"
+    log = logging.getLogger("simdra._driver.claims.preparer")
     with log_context(claim=f"default/{forged}", claim_uid="u\r\x1b[2J"):
         log.warning("prepare of %s failed", forged)
         try:

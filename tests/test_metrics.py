@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driver.atomicfile import SYNC_THREAD_PREFIX
-from driver.claims.reconcile_plan import CLAIM_DELETED, GONE, READ_RESULTS, REASONS
-from driver.claims.reconciler import IN_USE, KEPT_WHY
-from driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
-from driver.core.quantity import parse_quantity
-from driver.kubelet.health import DeviceHealth, HealthStatus
-from driver.observability.metrics import InstrumentedPreparer, PluginMetrics
-from driver.observability.server import MetricsServer, start_metrics_server
-from driver.observability.state import StateCollector
-from driver.slices.publisher import Publisher
-from driver.testing.apiserver import APIServer
+from simdra._driver.atomicfile import SYNC_THREAD_PREFIX
+from simdra._driver.claims.reconcile_plan import CLAIM_DELETED, GONE, READ_RESULTS, REASONS
+from simdra._driver.claims.reconciler import IN_USE, KEPT_WHY
+from simdra._driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
+from simdra._driver.core.quantity import parse_quantity
+from simdra._driver.kubelet.health import DeviceHealth, HealthStatus
+from simdra._driver.observability.metrics import InstrumentedPreparer, PluginMetrics
+from simdra._driver.observability.server import MetricsServer, start_metrics_server
+from simdra._driver.observability.state import StateCollector
+from simdra._driver.slices.publisher import Publisher
+from simdra._driver.testing.apiserver import APIServer
 from tests.claims.builders import (
     DRIVER,
     NODE,

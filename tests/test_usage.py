@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from driver.claims.preparer import Preparer
-from driver.cli.usage import usage_main
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.cli.usage import usage_main
 from tests.claims.builders import DRIVER, ProfileCluster, request, wants, with_profile
 
 

@@ -8,21 +8,21 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.devices.kind_registry import builtin_kinds
-from driver.devices.model import Device, Inventory, Pool
-from driver.devices.profiles import profile_inventory
-from driver.slices.desired import desired_pool
-from driver.testing.allocation.builders import claim as builder_claim
-from driver.testing.allocation.builders import (
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.devices.kind_registry import builtin_kinds
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.devices.profiles import profile_inventory
+from simdra._driver.slices.desired import desired_pool
+from simdra._driver.testing.allocation.builders import claim as builder_claim
+from simdra._driver.testing.allocation.builders import (
     device_class,
     exactly,
     resource_slice,
     selector,
 )
-from driver.testing.scheduler import allocate
+from simdra._driver.testing.scheduler import allocate
 from tests.fixtures import cdi_schema, every_field
 
 DRIVER = "gpu.simdra.example.com"

@@ -6,10 +6,10 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from driver.claims.api_source import ApiClaimSource
-from driver.claims.errors import ClaimError, ClaimNotFound
-from driver.kubeapi import ClusterAccess, RestClient
-from driver.kubeapi.access import TokenFile
+from simdra._driver.claims.api_source import ApiClaimSource
+from simdra._driver.claims.errors import ClaimError, ClaimNotFound
+from simdra._driver.kubeapi import ClusterAccess, RestClient
+from simdra._driver.kubeapi.access import TokenFile
 
 from .builders import fixture_claim
 from .http_stub import send_json, serving

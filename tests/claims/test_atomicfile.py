@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from driver.atomicfile import remove_durable, safe_child, write_atomic
+from simdra._driver.atomicfile import remove_durable, safe_child, write_atomic
 
 
 def test_write_atomic_creates_and_replaces_without_leaving_temp_files(tmp_path):
@@ -55,7 +55,7 @@ def test_safe_child_rejects_hostile_names_naming_them(tmp_path, name):
 
 
 def test_only_stale_temp_files_of_our_own_writes_are_removed(tmp_path):
-    from driver.atomicfile import STALE_TEMP_SECONDS, remove_stale_temps
+    from simdra._driver.atomicfile import STALE_TEMP_SECONDS, remove_stale_temps
 
     old = time.time() - STALE_TEMP_SECONDS - 60
     stale = tmp_path / ".faults.json.k2j4x9_q.tmp"  # what write_atomic leaves on a crash
@@ -71,7 +71,7 @@ def test_only_stale_temp_files_of_our_own_writes_are_removed(tmp_path):
 
 
 def test_a_staged_write_shows_nothing_until_committed_and_a_discard_leaves_nothing(tmp_path):
-    from driver.atomicfile import StagedWrite, temp_target, write_staged
+    from simdra._driver.atomicfile import StagedWrite, temp_target, write_staged
 
     target, other = tmp_path / "record.json", tmp_path / "other.json"
     target.write_bytes(b"old")
@@ -95,8 +95,8 @@ def test_a_staged_write_shows_nothing_until_committed_and_a_discard_leaves_nothi
 def test_a_failed_fsync_fails_only_its_own_write_which_then_cannot_be_committed(
     tmp_path, monkeypatch
 ):
-    from driver import atomicfile
-    from driver.atomicfile import StagedWrite, write_staged
+    from simdra._driver import atomicfile
+    from simdra._driver.atomicfile import StagedWrite, write_staged
 
     writes = [StagedWrite(tmp_path / f"f{i}.json", b"data") for i in range(4)]
     real_fsync = os.fsync
@@ -126,8 +126,8 @@ def test_staged_writes_create_their_files_side_by_side(tmp_path, monkeypatch):
     batch's writer holds every other prepare meanwhile: the creates must not queue."""
     import threading
 
-    from driver import atomicfile
-    from driver.atomicfile import StagedWrite, write_staged
+    from simdra._driver import atomicfile
+    from simdra._driver.atomicfile import StagedWrite, write_staged
 
     count = 4
     all_creating = threading.Barrier(count, timeout=10)  # broken if they run in turn

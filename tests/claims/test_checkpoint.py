@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from driver.claims.allocation import parse_claim
-from driver.claims.checkpoint import Checkpoint
-from driver.claims.plan import plan_prepare
-from driver.claims.record import to_payload
-from driver.claims.record_format import RECORD_KIND, record_checksum
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.checkpoint import Checkpoint
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.record import to_payload
+from simdra._driver.claims.record_format import RECORD_KIND, record_checksum
 
 from .builders import (
     DRIVER,

@@ -4,14 +4,14 @@ allocate them; the groups survive in the checkpoint record."""
 
 from __future__ import annotations
 
-from driver.claims.allocation import parse_claim
-from driver.claims.ledger import CapacityLedger
-from driver.claims.plan import plan_prepare
-from driver.claims.preparer import Preparer
-from driver.claims.record import from_payload, to_payload
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.devices.model import Device, Inventory, Pool
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.ledger import CapacityLedger
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.record import from_payload, to_payload
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.devices.model import Device, Inventory, Pool
 
 from .builders import DRIVER, claim, result
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from driver.claims.allocation import parse_claim
-from driver.claims.errors import ClaimError
-from driver.claims.plan import plan_prepare
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.errors import ClaimError
+from simdra._driver.claims.plan import plan_prepare
 
 from .builders import (
     CONFIG_API,
@@ -246,7 +246,7 @@ def test_pinned_memory_limit_cannot_exceed_the_gpu_share(tmp_path):
     assert list((tmp_path / "data" / "claims").iterdir()) == []
 
 
-# --- config kinds and env attributes a device kind declares (driver.claims.rules) -----
+# --- config kinds and env attributes a device kind declares (simdra._driver.claims.rules) -----
 
 
 class _SlotConfigHandler:
@@ -275,7 +275,7 @@ class _SlotConfigHandler:
 
 
 def _slot_rules():
-    from driver.claims.rules import ClaimRules
+    from simdra._driver.claims.rules import ClaimRules
 
     return ClaimRules(config_handlers=(_SlotConfigHandler(),),
                       env_attributes={"index": "GPU_INDEX"})

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from driver.claims.device_metadata import CONTAINER_DIR, HOST_SUBDIR, POD_CLAIM_ANNOTATION
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
+from simdra._driver.claims.device_metadata import CONTAINER_DIR, HOST_SUBDIR, POD_CLAIM_ANNOTATION
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
 
 from .builders import DRIVER, SHARE_1, assert_valid_cdi_spec, claim, inventory, result
 

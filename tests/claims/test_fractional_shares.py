@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.core.validation import validate_device
-from driver.devices.profiles import profile_inventory
-from driver.devices.request_policy import NoFit, consumed_amount, consumed_text
 from simdra import parse_quantity
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.core.validation import validate_device
+from simdra._driver.devices.profiles import profile_inventory
+from simdra._driver.devices.request_policy import NoFit, consumed_amount, consumed_text
 
 DRIVER = "dra.example.com"
 NODE = "node-a"

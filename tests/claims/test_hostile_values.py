@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.core.textlimits import ERROR_LIMIT
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.core.textlimits import ERROR_LIMIT
 
 from .builders import DRIVER, SHARE_1, claim, inventory, result
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from driver.claims.allocation import parse_claim
-from driver.claims.ledger import CapacityLedger
-from driver.claims.plan import plan_prepare
-from driver.devices.model import Device, Inventory, Pool
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.ledger import CapacityLedger
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.devices.model import Device, Inventory, Pool
 
 from .builders import DRIVER, NIC_POOL, SHARE_1, SHARE_2, SHARE_3, claim, inventory, result
 

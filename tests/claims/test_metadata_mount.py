@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from driver.claims.device_metadata import POD_CLAIM_ANNOTATION
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
+from simdra._driver.claims.device_metadata import POD_CLAIM_ANNOTATION
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
 
 from .builders import DRIVER, claim, inventory, result
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from driver.claims.api_source import ApiClaimSource
-from driver.claims.prepare_planner import MAX_PARALLEL_FETCHES, PreparePlanner
-from driver.claims.preparer import Preparer
-from driver.claims.rules import ClaimRules
-from driver.claims.types import ClaimRef
-from driver.testing.apiserver import APIServer
+from simdra._driver.claims.api_source import ApiClaimSource
+from simdra._driver.claims.prepare_planner import MAX_PARALLEL_FETCHES, PreparePlanner
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.rules import ClaimRules
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, ProfileCluster, wants
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from driver.claims.allocation import parse_claim
-from driver.claims.errors import ClaimError
-from driver.claims.plan import plan_prepare
-from driver.devices.model import Device, Inventory, Pool
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.errors import ClaimError
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.devices.model import Device, Inventory, Pool
 
 from .builders import (
     DRIVER,

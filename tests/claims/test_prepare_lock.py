@@ -12,13 +12,13 @@ import os
 
 import pytest
 
-from driver.claims.errors import ClaimError
-from driver.claims.prepare_planner import FETCH_DEADLINE_S, PreparePlanner
-from driver.claims.preparer import PREPARE_ROUNDS, Preparer
-from driver.claims.rules import ClaimRules
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.kubelet.serialize import CallSerializer
+from simdra._driver.claims.errors import ClaimError
+from simdra._driver.claims.prepare_planner import FETCH_DEADLINE_S, PreparePlanner
+from simdra._driver.claims.preparer import PREPARE_ROUNDS, Preparer
+from simdra._driver.claims.rules import ClaimRules
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.serialize import CallSerializer
 
 from .builders import DRIVER, GPU_POOL, claim, inventory, result
 

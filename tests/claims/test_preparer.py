@@ -10,11 +10,11 @@ import threading
 
 import pytest
 
-from driver import atomicfile
-from driver.claims.checkpoint import Checkpoint
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
+from simdra._driver import atomicfile
+from simdra._driver.claims.checkpoint import Checkpoint
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
 
 from .builders import (
     DRIVER,

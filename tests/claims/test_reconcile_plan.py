@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from driver.claims.reconcile_plan import (
+from simdra._driver.claims.reconcile_plan import (
     ALLOCATION_CHANGED,
     CLAIM_DELETED,
     DEALLOCATED,
@@ -22,7 +22,7 @@ from driver.claims.reconcile_plan import (
     leak_reason,
     plan_reconcile,
 )
-from driver.claims.types import ClaimRef
+from simdra._driver.claims.types import ClaimRef
 
 from .builders import DRIVER, GPU_POOL, NIC_POOL, OTHER_DRIVER, SHARE_1, claim, result
 

@@ -11,13 +11,13 @@ import uuid
 
 import pytest
 
-from driver.claims.allocation import parse_claim
-from driver.claims.ledger import CapacityLedger
-from driver.claims.plan import plan_prepare
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.devices.profiles import profile_inventory
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.ledger import CapacityLedger
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.devices.profiles import profile_inventory
 
 DRIVER = "dra.example.com"
 NODE = "node-a"
@@ -176,7 +176,7 @@ class _HeldLock:
 
 
 def _concurrent_prepares(tmp_path, monkeypatch, count, fault=None):
-    from driver import atomicfile
+    from simdra._driver import atomicfile
 
     inventory = profile_inventory("nic", DRIVER, NODE, 2)
     source = StaticClaimSource()
@@ -269,7 +269,7 @@ def test_a_crash_in_the_middle_of_a_batch_converges_after_restart(tmp_path, monk
 
 
 def test_concurrent_unprepares_share_their_directory_fsyncs(tmp_path, monkeypatch):
-    from driver import atomicfile
+    from simdra._driver import atomicfile
 
     refs, _answers, _errors, _ = _concurrent_prepares(tmp_path, monkeypatch, 6)
     monkeypatch.undo()
@@ -302,7 +302,7 @@ def test_concurrent_unprepares_share_their_directory_fsyncs(tmp_path, monkeypatc
 
 
 def test_calls_that_change_nothing_sync_nothing(tmp_path, monkeypatch):
-    from driver import atomicfile
+    from simdra._driver import atomicfile
 
     inventory = profile_inventory("nic", DRIVER, NODE, 2)
     source = StaticClaimSource()

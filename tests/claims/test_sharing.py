@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from driver.claims.types import ClaimRef
-from driver.testing.scheduler import AllocationError
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.testing.scheduler import AllocationError
 
 from .builders import (
     ProfileCluster,

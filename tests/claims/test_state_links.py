@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from driver.claims.checkpoint import Checkpoint
-from driver.claims.device_metadata import HOST_SUBDIR
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.kubelet import state_check
-from driver.kubelet.state_check import StateError, check_state
+from simdra._driver.claims.checkpoint import Checkpoint
+from simdra._driver.claims.device_metadata import HOST_SUBDIR
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet import state_check
+from simdra._driver.kubelet.state_check import StateError, check_state
 
 from .builders import DRIVER, claim, inventory, result
 

@@ -7,19 +7,19 @@ from dataclasses import replace
 
 import pytest
 
-from driver.claims.allocation import parse_claim
-from driver.claims.api_source import ApiClaimSource
-from driver.claims.plan import plan_prepare
-from driver.claims.preparer import Preparer
-from driver.claims.status import (
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.api_source import ApiClaimSource
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.status import (
     DATA_LIMIT_BYTES,
     ClaimStatusWriter,
     network_data,
     status_data,
     updated_status_devices,
 )
-from driver.claims.status_worker import BackgroundStatusWriter
-from driver.testing.apiserver import APIServer
+from simdra._driver.claims.status_worker import BackgroundStatusWriter
+from simdra._driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, OTHER_DRIVER, ProfileCluster, request, wants
 

@@ -12,8 +12,8 @@ from pathlib import PurePosixPath
 import pytest
 import yaml
 
-from driver.core.quantity import parse_quantity
-from driver.kubelet.healthcheck import READINESS_SERVICE
+from simdra._driver.core.quantity import parse_quantity
+from simdra._driver.kubelet.healthcheck import READINESS_SERVICE
 from tests.deploy.layout import CLAIM_STATUS_OVERLAYS, DEPLOYMENTS, JSON, REPO, env_of, one
 
 # Settings naming host directories the pod mounts whole, at the same path.
@@ -53,7 +53,7 @@ def mounts_by_path(objects: list[JSON]) -> dict[str, tuple[JSON, JSON]]:
 def run_settings() -> dict[str, str]:
     """Every environment variable `simdra run` reads and its default, from its own --help."""
     help_text = subprocess.run(
-        [sys.executable, "-m", "driver", "run", "--help"], cwd=REPO, capture_output=True,
+        [sys.executable, "-m", "simdra", "run", "--help"], cwd=REPO, capture_output=True,
         text=True, check=True, env={**os.environ, "COLUMNS": "200"}, timeout=60,
     ).stdout
     return dict(re.findall(r"\[env\s+(\w+);\s*default\s+([^\]]*)\]", help_text))

@@ -102,7 +102,7 @@ def test_dependency_layer_is_built_before_the_code_is_copied(dockerfile):
     copied_before = [word for ins in instructions[:first_install] if ins.keyword == "COPY"
                      for word in ins.arguments.split()[:-1]]
 
-    # A code change (driver/, README.md, pyproject.toml) leaves the cached dependency
+    # A code change (simdra/, README.md, pyproject.toml) leaves the cached dependency
     # layer valid: only the locks come before it.
     assert copied_before == ["requirements/runtime.lock", "requirements/build.lock"]
 
@@ -129,19 +129,19 @@ def test_build_context_holds_the_package_and_nothing_local(dockerfile, ignore_ru
     sources = copy_sources(dockerfile.stage("build"))
     files = context_files(REPO, sources, ignore_rules)
 
-    assert sorted(sources) == ["README.md", "driver", "pyproject.toml",
+    assert sorted(sources) == ["README.md", "pyproject.toml",
                                "requirements/build.lock", "requirements/runtime.lock", "simdra"]
-    assert {"pyproject.toml", "README.md", "driver/cli/run.py", "simdra/__init__.py",
-            "driver/kinds/gpu.py"} <= set(files)
+    assert {"pyproject.toml", "README.md", "simdra/_driver/cli/run.py", "simdra/__init__.py",
+            "simdra/_driver/kinds/gpu.py"} <= set(files)
     # The demo's harness stays out of the plugin image, its public face too.
-    assert not [f for f in files if f.startswith("driver/testing/")]
+    assert not [f for f in files if f.startswith("simdra/_driver/testing/")]
     assert "simdra/testing.py" not in files
-    assert "driver/cli/demo.py" in files
-    assert any(f.startswith("driver/kubelet/gen/") for f in files), "generated gRPC code"
+    assert "simdra/_driver/cli/demo.py" in files
+    assert any(f.startswith("simdra/_driver/kubelet/gen/") for f in files), "generated gRPC code"
     assert not [f for f in files if "__pycache__" in f or re.search(r"\.py[co]$", f)]
     for local in (".git/HEAD", ".venv/bin/python", "tests/deploy/conftest.py",
-                  "deploy/base/daemonset.yaml", "bench/x.py", "driver/testing/demo.py",
-                  "driver/testing/apiserver/schema.py", "requirements/other.txt"):
+                  "deploy/base/daemonset.yaml", "bench/x.py", "simdra/_driver/testing/demo.py",
+                  "simdra/_driver/testing/apiserver/schema.py", "requirements/other.txt"):
         assert is_ignored(local, ignore_rules), local
 
 

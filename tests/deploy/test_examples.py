@@ -3,7 +3,7 @@ be scheduled on the devices of the overlay its comments name, within the example
 
 Devices come from simdra's own fake backend configured exactly as the overlay's
 DaemonSet configures it; claims are placed with simdra's test allocator (the
-kube-scheduler stand-in in driver/testing).
+kube-scheduler stand-in in simdra/_driver/testing).
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from driver.core.quantity import parse_quantity
-from driver.core.validation import validate_slice
-from driver.devices.backend import FakeBackend
-from driver.devices.kind_registry import builtin_kinds
-from driver.devices.model import Inventory
-from driver.devices.standard_attributes import scalar_attributes
-from driver.slices.desired import desired_pools
-from driver.testing.allocation.builders import resource_slice
-from driver.testing.allocation.cel import DeviceView, compile_selector
-from driver.testing.scheduler import AllocationError, allocate
+from simdra._driver.core.quantity import parse_quantity
+from simdra._driver.core.validation import validate_slice
+from simdra._driver.devices.backend import FakeBackend
+from simdra._driver.devices.kind_registry import builtin_kinds
+from simdra._driver.devices.model import Inventory
+from simdra._driver.devices.standard_attributes import scalar_attributes
+from simdra._driver.slices.desired import desired_pools
+from simdra._driver.testing.allocation.builders import resource_slice
+from simdra._driver.testing.allocation.cel import DeviceView, compile_selector
+from simdra._driver.testing.scheduler import AllocationError, allocate
 from tests.deploy.kustomize import pod_specs
 from tests.deploy.layout import JSON, K8S_VERSIONS, env_of, of_kind, one
 from tests.deploy.schemas import schema_errors

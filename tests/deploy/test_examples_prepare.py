@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driver.testing.cluster import LocalCluster
+from simdra._driver.testing.cluster import LocalCluster
 from tests.deploy.layout import DEPLOY, JSON, of_kind
 from tests.deploy.test_examples import example_claims, plugin_env
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from driver.cli.fleet import add_parser
-from driver.cli.parser import OneLineParser
-from driver.fleet.options import config_from_args
+from simdra._driver.cli.fleet import add_parser
+from simdra._driver.cli.parser import OneLineParser
+from simdra._driver.fleet.options import config_from_args
 from tests.deploy.helm import template
 from tests.deploy.layout import JSON, of_kind, one
 from tests.deploy.test_helm_chart import differences

@@ -58,7 +58,8 @@ def test_image_build_stage_installs_a_working_simdra(tmp_path):
     assert "NODE_NAME" in usage.stdout
     # `--help` imports little; the plugin itself needs every runtime dependency.
     imported = run(str(venv / "bin" / "python"), "-c",
-                   "import driver.plugin, driver.kubelet.gen, driver; print(driver.__file__)")
+                   "import simdra._driver.plugin, simdra._driver.kubelet.gen, simdra; "
+                   "print(simdra.__file__)")
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip().startswith(str(venv)), "imported from outside the image"
     assert not (venv / "bin" / "pip").exists(), "the image must not ship pip"
@@ -68,11 +69,11 @@ def test_image_build_stage_installs_a_working_simdra(tmp_path):
     # No test code in the image: neither the demo's harness nor its dependencies; the
     # demo says so in one line.
     site = next(venv.glob("lib/python*/site-packages"))
-    assert not (site / "driver" / "testing").exists()
+    assert not (site / "simdra" / "_driver" / "testing").exists()
     assert not list(site.glob("celpy")) and not list(site.glob("kubernetes_validate"))
     demo = run(str(venv / "bin" / "simdra"), "demo")
     assert demo.returncode == 2, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert demo.stderr.strip().splitlines() == [
-        "simdra demo: not installed: driver.testing, kubernetes-validate, cel-python; "
+        "simdra demo: not installed: simdra._driver.testing, kubernetes-validate, cel-python; "
         "install simdra with its `demo` extra from a source checkout: pip install '.[demo]' "
         "(the plugin image leaves the demo out)"]

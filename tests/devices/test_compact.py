@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from driver.devices.model import Device, Inventory, Pool, compact
-from driver.devices.profiles import profile_inventory
+from simdra._driver.devices.model import Device, Inventory, Pool, compact
+from simdra._driver.devices.profiles import profile_inventory
 
 
 def test_nics_share_their_capacity_and_type_but_publish_the_same_specs() -> None:

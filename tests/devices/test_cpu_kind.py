@@ -1,4 +1,4 @@
-"""CPUs as devices (driver.kinds.cpu): one shared device per NUMA node whose claimed
+"""CPUs as devices (simdra._driver.kinds.cpu): one shared device per NUMA node whose claimed
 `cpus` count against the node's allocatable cpu, fake and read from sysfs, valid as the
 API server checks them, and what a container learns about its share."""
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from driver.core.validation import validate_device
-from driver.devices.profiles import profile_inventory
-from driver.kinds.sysfs import SysfsBackend
-from driver.kinds.sysfs.cpus import cpu_devices, format_cpu_list, parse_cpu_list
-from driver.kinds.sysfs.nvml import NoNvml
 from simdra import NUMA_NODE, Device
+from simdra._driver.core.validation import validate_device
+from simdra._driver.devices.profiles import profile_inventory
+from simdra._driver.kinds.sysfs import SysfsBackend
+from simdra._driver.kinds.sysfs.cpus import cpu_devices, format_cpu_list, parse_cpu_list
+from simdra._driver.kinds.sysfs.nvml import NoNvml
 from tests.devices.sysfs_trees import SysfsTree
 
 DRIVER, NODE = "dra.example.com", "node-a"

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driver.cli import main
-from driver.devices.device_classes import (
+from simdra._driver.cli import main
+from simdra._driver.devices.device_classes import (
     device_classes,
     device_classes_yaml,
     helm_classes,
     helm_classes_yaml,
 )
-from driver.devices.kind_registry import KindSet, builtin_kinds, load_kinds
-from driver.testing.allocation.cel import DeviceView, compile_selector
+from simdra._driver.devices.kind_registry import KindSet, builtin_kinds, load_kinds
+from simdra._driver.testing.allocation.cel import DeviceView, compile_selector
 from tests.devices.kind_modules import CRYPTO, write_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_the_yaml_is_the_classes_with_a_generated_header(crypto):
     '  device.attributes["DRIVER"].model == "a"  ',
 ], ids=["quotes", "a line break", "outer spaces"])
 def test_any_condition_survives_both_yaml_forms(condition):
-    from driver.devices.kind import DeviceKind
+    from simdra._driver.devices.kind import DeviceKind
 
     kind = type("OddKind", (DeviceKind,), {"name": "odd", "device_class_condition": condition})
     kinds = KindSet((kind,))
@@ -150,7 +150,7 @@ def test_simdra_deviceclasses_driver_name_comes_from_the_environment(monkeypatch
 def test_a_bad_flag_is_one_line_and_exit_status_2(args, expected):
     env = {k: v for k, v in os.environ.items() if k not in ("KINDS", "DRIVER_NAME")}
 
-    done = subprocess.run([sys.executable, "-m", "driver", "deviceclasses", *args],
+    done = subprocess.run([sys.executable, "-m", "simdra", "deviceclasses", *args],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
                           check=False)
 

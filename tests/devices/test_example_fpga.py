@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from driver.core.validation import validate_device
-from driver.devices.backend import BackendContext
-from driver.devices.model import Device, Inventory
-from driver.kinds.fpga import FpgaBackend
+from simdra._driver.core.validation import validate_device
+from simdra._driver.devices.backend import BackendContext
+from simdra._driver.devices.model import Device, Inventory
+from simdra._driver.kinds.fpga import FpgaBackend
 from tests.devices.sysfs_trees import SysfsTree
 
 NODE = "node-a"

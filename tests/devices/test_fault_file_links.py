@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from driver.cli.fault import fault_main
-from driver.devices.faults import FaultError, FaultFile
-from driver.devices.faults.control import fault_file_path, hold_lock
+from simdra._driver.cli.fault import fault_main
+from simdra._driver.devices.faults import FaultError, FaultFile
+from simdra._driver.devices.faults.control import fault_file_path, hold_lock
 
 
 @pytest.fixture

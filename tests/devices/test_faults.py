@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from driver.cli.fault import fault_main
-from driver.devices.faults import (
+from simdra._driver.cli.fault import fault_main
+from simdra._driver.devices.faults import (
     FaultFile,
     InjectedFault,
     PrepareFaults,
@@ -18,8 +18,8 @@ from driver.devices.faults import (
     fault_file_path,
     health_of,
 )
-from driver.devices.model import Device, Inventory, Pool
-from driver.kubelet.health import DeviceHealth, HealthStatus
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.kubelet.health import DeviceHealth, HealthStatus
 
 INVENTORY = Inventory(pools=(
     Pool("node-1", (Device({"name": "gpu-0"}), Device({"name": "gpu-1"}))),

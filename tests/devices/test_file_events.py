@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from driver.devices.file_events import FileEvents
+from simdra._driver.devices.file_events import FileEvents
 
 
 def test_changes_of_the_watched_file_wake_and_its_neighbours_do_not(tmp_path: Path) -> None:

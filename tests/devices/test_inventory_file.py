@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driver.devices.backend import FakeBackend
-from driver.devices.inventory_file import InventoryFileError, load_inventory_file
+from simdra._driver.devices.backend import FakeBackend
+from simdra._driver.devices.inventory_file import InventoryFileError, load_inventory_file
 
 NIC = {
     "name": "nic-0",

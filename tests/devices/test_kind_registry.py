@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from driver.cli import main
-from driver.devices.kind_registry import (
+from simdra._driver.cli import main
+from simdra._driver.devices.kind_registry import (
     KindRegistrationError,
     builtin_kinds,
     kind_spec,
     load_kinds,
 )
-from driver.kinds.gpu import GpuKind
+from simdra._driver.kinds.gpu import GpuKind
 from tests.devices.kind_modules import CRYPTO, write_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -249,7 +249,7 @@ def test_the_simdra_process_exits_2_with_one_stderr_line(module, command):
     args = [word.format(m=module) for word in command]
     env = {k: v for k, v in os.environ.items() if k not in ("NODE_NAME", "KUBECONFIG")}
 
-    done = subprocess.run([sys.executable, "-m", "driver", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "simdra", *args], capture_output=True,
                           text=True, env=env, timeout=60, check=False)
 
     assert done.returncode == 2, done.stderr
@@ -262,7 +262,7 @@ def test_the_simdra_process_exits_2_with_one_stderr_line(module, command):
 def test_kinds_env_var_registers_them_too(module, monkeypatch):
     monkeypatch.setenv("KINDS", f"{module}:CryptoKind,{module}:Twin")
 
-    done = subprocess.run([sys.executable, "-m", "driver", "kinds"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "simdra", "kinds"], capture_output=True,
                           text=True, timeout=60, check=False)
 
     assert done.returncode == 2

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from driver.claims.preparer import Preparer
-from driver.claims.rules import rules_for
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
-from driver.cli import _parser
-from driver.cli.run import config_from_args
-from driver.core.validation import validate_device
-from driver.devices.backend import FakeBackend
-from driver.devices.kind_registry import builtin_kinds
-from driver.devices.live import LiveDevices
-from driver.devices.model import Device, Inventory, Pool
-from driver.devices.profiles import profile_inventory
 from simdra import NUMA_NODE, numa_span_attributes, scalar_attributes
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.rules import rules_for
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.cli import _parser
+from simdra._driver.cli.run import config_from_args
+from simdra._driver.core.validation import validate_device
+from simdra._driver.devices.backend import FakeBackend
+from simdra._driver.devices.kind_registry import builtin_kinds
+from simdra._driver.devices.live import LiveDevices
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.devices.profiles import profile_inventory
 
 DRIVER = "dra.example.com"
 NODE = "node-a"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driver.devices.backend import FakeBackend
-from driver.devices.live import LiveDevices, NodeView
+from simdra._driver.devices.backend import FakeBackend
+from simdra._driver.devices.live import LiveDevices, NodeView
 
 DRIVER, NODE = "gpu.example.com", "node-1"
 
@@ -96,8 +96,8 @@ def test_a_change_found_by_a_round_that_failed_later_is_not_lost(inventory_file:
 def test_a_prepared_device_that_vanishes_is_reported_unhealthy_until_unprepared(
     inventory_file: Path,
 ) -> None:
-    from driver.core.health import HealthStatus
-    from driver.devices.live import VANISHED_MESSAGE
+    from simdra._driver.core.health import HealthStatus
+    from simdra._driver.devices.live import VANISHED_MESSAGE
 
     write(inventory_file, ["a-0", "a-1"])
     prepared = {("edge", "a-0"), ("edge", "a-1")}

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from driver.core.quantity import parse_quantity
-from driver.core.validation import MAX_CONSUMES_COUNTERS, validate_slice_spec
-from driver.devices.backend import FakeBackend
-from driver.devices.kind_registry import builtin_kinds
-from driver.devices.profiles import profile_inventory
-from driver.devices.request_policy import consumed_amount
-from driver.kinds.gpu import PARTITION_SHAPES
-from driver.slices.checks import pool_rule_problems
-from driver.slices.desired import desired_pool
+from simdra._driver.core.quantity import parse_quantity
+from simdra._driver.core.validation import MAX_CONSUMES_COUNTERS, validate_slice_spec
+from simdra._driver.devices.backend import FakeBackend
+from simdra._driver.devices.kind_registry import builtin_kinds
+from simdra._driver.devices.profiles import profile_inventory
+from simdra._driver.devices.request_policy import consumed_amount
+from simdra._driver.kinds.gpu import PARTITION_SHAPES
+from simdra._driver.slices.checks import pool_rule_problems
+from simdra._driver.slices.desired import desired_pool
 
 DRIVER = "gpu.simdra.example.com"
 NODE = "node-a"

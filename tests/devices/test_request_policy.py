@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from driver.core.quantity import parse_quantity
-from driver.devices.request_policy import NoFit, consumed_amount, fits_remaining, remaining
+from simdra._driver.core.quantity import parse_quantity
+from simdra._driver.devices.request_policy import NoFit, consumed_amount, fits_remaining, remaining
 
 # The NIC profile's bandwidth: 10G shared, default 1M, at least 1M, in steps of 8.
 NIC = {

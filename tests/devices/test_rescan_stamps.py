@@ -12,13 +12,13 @@ from pathlib import Path
 
 import yaml
 
-from driver.cli.fault import fault_main
-from driver.devices.backend import FakeBackend
-from driver.devices.faults import FaultFile, fault_file_path
-from driver.devices.live import LiveDevices, NodeView
-from driver.devices.model import Device, Inventory, Pool
-from driver.kinds.sysfs import SysfsBackend
-from driver.kinds.sysfs.nvml import NoNvml
+from simdra._driver.cli.fault import fault_main
+from simdra._driver.devices.backend import FakeBackend
+from simdra._driver.devices.faults import FaultFile, fault_file_path
+from simdra._driver.devices.live import LiveDevices, NodeView
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.kinds.sysfs import SysfsBackend
+from simdra._driver.kinds.sysfs.nvml import NoNvml
 from tests.devices.sysfs_trees import SysfsTree, nic_node
 
 DRIVER, NODE = "dra.example.com", "node-1"

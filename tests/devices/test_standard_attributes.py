@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from driver.devices.model import Device, Inventory, Pool
-from driver.devices.profiles import profile_inventory
 from simdra import (
     NUMA_NODE,
     PCIE_ROOT,
@@ -15,6 +13,8 @@ from simdra import (
     simulated_topology,
     topology_attributes,
 )
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.devices.profiles import profile_inventory
 
 
 def _devices(profiles: str, count: int) -> dict[str, Device]:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from driver.core.validation import validate_device
-from driver.devices.backend import DeviceBackend
-from driver.devices.model import Inventory
-from driver.kinds.sysfs import SysfsBackend
-from driver.kinds.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
+from simdra._driver.core.validation import validate_device
+from simdra._driver.devices.backend import DeviceBackend
+from simdra._driver.devices.model import Inventory
+from simdra._driver.kinds.sysfs import SysfsBackend
+from simdra._driver.kinds.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
 from tests.devices.sysfs_trees import GIB, SysfsTree, gpu_node, nic_node
 
 NODE = "worker-1"

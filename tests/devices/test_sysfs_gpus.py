@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from driver.devices.model import Device, Inventory
-from driver.kinds.sysfs import SysfsBackend
-from driver.kinds.sysfs.gpus import device_node
-from driver.kinds.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
+from simdra._driver.devices.model import Device, Inventory
+from simdra._driver.kinds.sysfs import SysfsBackend
+from simdra._driver.kinds.sysfs.gpus import device_node
+from simdra._driver.kinds.sysfs.nvml import NoNvml, NvmlGpu, NvmlSnapshot
 from tests.devices.sysfs_trees import GIB, SysfsTree, gpu_node
 
 NODE = "node-a"

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from driver.devices.sysfs.names import label, unique_names
-from driver.devices.sysfs.values import string_attr, to_semver
+from simdra._driver.devices.sysfs.names import label, unique_names
+from simdra._driver.devices.sysfs.values import string_attr, to_semver
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

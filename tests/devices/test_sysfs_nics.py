@@ -7,10 +7,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from driver.devices.model import Device, Inventory
-from driver.kinds.sysfs import SysfsBackend, hostnet
-from driver.kinds.sysfs.nics import NicFacts, bandwidth_capacity, fill_unknown
-from driver.kinds.sysfs.nvml import NoNvml
+from simdra._driver.devices.model import Device, Inventory
+from simdra._driver.kinds.sysfs import SysfsBackend, hostnet
+from simdra._driver.kinds.sysfs.nics import NicFacts, bandwidth_capacity, fill_unknown
+from simdra._driver.kinds.sysfs.nvml import NoNvml
 from tests.devices.sysfs_trees import SysfsTree, nic_node
 
 PHYSICAL = ["nic-eno1", "nic-enp94s0f0", "nic-enp94s0f1", "nic-eth0"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from driver.kinds.sysfs.nvml import (
+from simdra._driver.kinds.sysfs.nvml import (
     NvmlGpu,
     PynvmlSource,
     cuda_version_text,
@@ -72,7 +72,7 @@ def test_missing_pynvml_is_not_an_error_and_is_logged_once(
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` fail
     source = PynvmlSource()
 
-    with caplog.at_level(logging.DEBUG, logger="driver.kinds.sysfs.nvml"):
+    with caplog.at_level(logging.DEBUG, logger="simdra._driver.kinds.sysfs.nvml"):
         assert source.snapshot() is None
         assert source.snapshot() is None
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from driver.devices.backend import BackendContext
-from driver.devices.model import Device
-from driver.devices.sysfs.selectors import parse_selectors
-from driver.kinds.sysfs import SysfsBackend
-from driver.kinds.sysfs.nvml import NoNvml
-from driver.kinds.sysfs.selection import Rules
+from simdra._driver.devices.backend import BackendContext
+from simdra._driver.devices.model import Device
+from simdra._driver.devices.sysfs.selectors import parse_selectors
+from simdra._driver.kinds.sysfs import SysfsBackend
+from simdra._driver.kinds.sysfs.nvml import NoNvml
+from simdra._driver.kinds.sysfs.selection import Rules
 from tests.devices.sysfs_trees import SysfsTree, gpu_node, nic_node
 
 NODE = "server-1"
@@ -119,7 +119,7 @@ def test_one_line_names_each_excluded_device_and_why(tree: SysfsTree,
     backend = SysfsBackend(tree.sys, tree.dev, node_name=NODE, driver_name="hw.example.com",
                            nvml=NoNvml(), proc_root=tree.proc,
                            rules=Rules(deny=parse_selectors("iface:eno1")))
-    with caplog.at_level(logging.INFO, logger="driver.kinds.sysfs"):
+    with caplog.at_level(logging.INFO, logger="simdra._driver.kinds.sysfs"):
         backend.discover()
         backend.discover()  # an unchanged rescan says nothing again
 
@@ -140,7 +140,7 @@ def test_a_proc_root_without_the_hosts_routes_is_warned_about(
     else:
         tree.routes(ipv4_default=("eth0", "podveth0"))  # eth0 of a pod, say
         proc, expected = tree.proc, "podveth0"
-    with caplog.at_level(logging.WARNING, logger="driver.kinds.sysfs"):
+    with caplog.at_level(logging.WARNING, logger="simdra._driver.kinds.sysfs"):
         discover(tree, proc=proc)
 
     assert [r.getMessage() for r in caplog.records if expected in r.getMessage()]

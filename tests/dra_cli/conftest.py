@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from driver.dra_cli.main import main
-from driver.testing.apiserver import APIServer
+from simdra._driver.dra_cli.main import main
+from simdra._driver.testing.apiserver import APIServer
 
 JSON = dict[str, Any]
 GPU, NET = "gpu.example.com", "net.example.com"

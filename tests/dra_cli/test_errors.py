@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from driver.dra_cli.main import main
-from driver.testing.kubeconfig import write_kubeconfig
+from simdra._driver.dra_cli.main import main
+from simdra._driver.testing.kubeconfig import write_kubeconfig
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

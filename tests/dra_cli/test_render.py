@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from driver.dra_cli import render
+from simdra._driver.dra_cli import render
 
 
 class _Terminal(io.StringIO):

@@ -51,7 +51,7 @@ def test_the_table(run: Run) -> None:
 def test_watch_refreshes_until_told_to_stop(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
     sleep: Callable[[float], None] = slept.append
-    monkeypatch.setattr("driver.dra_cli.commands.time.sleep", sleep)
+    monkeypatch.setattr("simdra._driver.dra_cli.commands.time.sleep", sleep)
     code, out, _ = run("top", "--watch", "--interval", "0.5", "--iterations", "3")
     assert code == 0
     assert out.count("NODE  ") == 3 and slept == [0.5, 0.5]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from driver.testing.cluster import wait_until
+from simdra._driver.testing.cluster import wait_until
 
 from .controlplane import ADMIN_TOKEN, ControlPlane
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from kubernetes import client
 
-from driver.claims.types import ClaimRef
-from driver.kubelet.sockets import registration_socket_path
-from driver.testing.cluster import PluginProcess, complete_pools, wait_until
-from driver.testing.kubelet import KubeletEmulator
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.sockets import registration_socket_path
+from simdra._driver.testing.cluster import PluginProcess, complete_pools, wait_until
+from simdra._driver.testing.kubelet import KubeletEmulator
 
 from .controlplane import ControlPlane, free_port, record_pid
 

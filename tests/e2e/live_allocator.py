@@ -15,10 +15,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from driver.kubeapi.access import ClusterAccess, StaticToken
-from driver.kubeapi.client import MERGE_PATCH, RestClient
-from driver.kubeapi.errors import ApiStatusError
-from driver.testing.cluster import wait_until
+from simdra._driver.kubeapi.access import ClusterAccess, StaticToken
+from simdra._driver.kubeapi.client import MERGE_PATCH, RestClient
+from simdra._driver.kubeapi.errors import ApiStatusError
+from simdra._driver.testing.cluster import wait_until
 from tests.testing.allocator_corpus import (
     NAMESPACE,
     NODE,

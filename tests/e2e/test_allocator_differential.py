@@ -1,4 +1,4 @@
-"""The harness allocator (`driver.testing.scheduler.allocate`) and the real kube-scheduler
+"""The harness allocator (`simdra._driver.testing.scheduler.allocate`) and the real kube-scheduler
 allocate a corpus of slices and claims alike: the same devices for each claim, or both
 unschedulable.
 

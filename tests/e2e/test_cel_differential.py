@@ -1,5 +1,5 @@
 """The same CEL selectors select the same devices in the real scheduler as in our
-`driver.testing` allocator.
+`simdra._driver.testing` allocator.
 
 Each selector becomes a claim with allocationMode All on a node whose inventory
 (inventories/cel.yaml) has exclusive devices with varied attributes: the real
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from driver.testing.cluster import wait_until
-from driver.testing.scheduler import AllocationError, allocate
+from simdra._driver.testing.cluster import wait_until
+from simdra._driver.testing.scheduler import AllocationError, allocate
 
 from .conftest import CEL_NODE
 from .hostnode import HostNode

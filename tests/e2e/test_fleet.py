@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from driver.testing.cluster import wait_until
+from simdra._driver.testing.cluster import wait_until
 
 from .conftest import REPO, logs_dir
 from .controlplane import ComponentError, ControlPlane, free_port, record_pid
@@ -65,7 +65,7 @@ class FleetRun:
 
 
 def _start_fleet(cp: ControlPlane, log: Path) -> FleetRun:
-    args = [sys.executable, "-m", "driver", "fleet", "--kubeconfig", str(cp.kubeconfig),
+    args = [sys.executable, "-m", "simdra", "fleet", "--kubeconfig", str(cp.kubeconfig),
             "--driver-name", DRIVER, "--nodes", str(NODES), "--mix", MIX, "--seed", "1",
             "--node-prefix", PREFIX, "--metrics-port", str(free_port())]
     with open(log, "ab") as out:
@@ -302,7 +302,7 @@ def test_a_fleet_whose_node_name_a_real_node_has_refuses_and_leaves_it_alone(
                                           "labels": {"role": "db"}}})
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "driver", "fleet", "--kubeconfig",
+            [sys.executable, "-m", "simdra", "fleet", "--kubeconfig",
              str(control_plane.kubeconfig), "--driver-name", DRIVER, "--nodes", "3",
              "--node-prefix", TAKEN], capture_output=True, text=True, timeout=120, cwd=REPO)
         after = core.read_node(real.metadata.name)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from driver.testing.cluster import wait_until
+from simdra._driver.testing.cluster import wait_until
 
 from .conftest import REPO, logs_dir
 from .controlplane import ControlPlane

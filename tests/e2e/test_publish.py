@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from driver.testing.cluster import wait_until
+from simdra._driver.testing.cluster import wait_until
 
 from . import releases
 from .controlplane import ControlPlane
@@ -72,7 +72,7 @@ def test_quiet_node_makes_no_writes(gpu_node: HostNode) -> None:
 
 
 def _fault(node: HostNode, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "driver", "fault", "--plugin-dir",
+    subprocess.run([sys.executable, "-m", "simdra", "fault", "--plugin-dir",
                     str(node.plugins / DRIVER), *args], check=True, capture_output=True)
 
 

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from driver.core.quantity import parse_quantity
-from driver.testing.cluster import wait_until
-from driver.testing.scheduler import allocate
+from simdra._driver.core.quantity import parse_quantity
+from simdra._driver.testing.cluster import wait_until
+from simdra._driver.testing.scheduler import allocate
 from tests.testing.apiserver_corpus import MODELLED_RELEASE, minor_of
 
 from . import releases
@@ -65,7 +65,7 @@ def _finish(workloads: Workloads, node: HostNode, pod: str) -> None:
 
 
 def _fault(node: HostNode, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "driver", "fault", "--plugin-dir",
+    subprocess.run([sys.executable, "-m", "simdra", "fault", "--plugin-dir",
                     str(node.plugins / DRIVER), *args], check=True, capture_output=True)
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from driver.kinds.sysfs import SysfsBackend
 from simdra import NUMA_NODE, PCI_BUS_ID, PCIE_ROOT
+from simdra._driver.kinds.sysfs import SysfsBackend
 from tests.devices.sysfs_trees import SysfsTree, gpu_node, nic_node
 
 from .realnode import _script

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes import client
 
-from driver.testing.cluster import wait_until
+from simdra._driver.testing.cluster import wait_until
 
 JSON = dict[str, Any]
 _names = itertools.count()

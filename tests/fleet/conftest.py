@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from driver.fleet.client import CountingClient
-from driver.fleet.metrics import FleetMetrics
-from driver.fleet.mix import parse_mix
-from driver.fleet.options import FleetConfig
-from driver.fleet.run import Fleet
-from driver.slices.backoff import Backoff
-from driver.testing.apiserver import APIServer
+from simdra._driver.fleet.client import CountingClient
+from simdra._driver.fleet.metrics import FleetMetrics
+from simdra._driver.fleet.mix import parse_mix
+from simdra._driver.fleet.options import FleetConfig
+from simdra._driver.fleet.run import Fleet
+from simdra._driver.slices.backoff import Backoff
+from simdra._driver.testing.apiserver import APIServer
 
 DRIVER = "dra.example.com"
 # Short backoff so that recovery tests take fractions of a second.

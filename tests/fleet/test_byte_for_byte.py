@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from driver.fleet.mix import SHAPES
-from driver.testing.apiserver import APIServer
-from driver.testing.cluster import LocalCluster
+from simdra._driver.fleet.mix import SHAPES
+from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.cluster import LocalCluster
 
 from .conftest import DRIVER, StartFleet, fleet_slices
 

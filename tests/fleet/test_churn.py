@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from driver.fleet.churn import (
+from simdra._driver.fleet.churn import (
     ChurnError,
     ChurnEvent,
     ChurnRates,
@@ -14,8 +14,8 @@ from driver.fleet.churn import (
     churned_inventory,
     parse_churn,
 )
-from driver.fleet.mix import SHAPES
-from driver.fleet.pool_plan import plan_inventory
+from simdra._driver.fleet.mix import SHAPES
+from simdra._driver.fleet.pool_plan import plan_inventory
 
 NODES = [f"n{i}" for i in range(10)]
 DEVICES = {node: [f"gpu-{d}" for d in range(8)] for node in NODES}

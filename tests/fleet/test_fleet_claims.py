@@ -7,10 +7,10 @@ from typing import Any
 
 from kubernetes import client
 
-from driver.fleet.run import Fleet
-from driver.testing import Allocator, claim, exactly, wait_until
-from driver.testing.apiserver import APIServer
-from driver.testing.kind_classes import create_device_classes
+from simdra._driver.fleet.run import Fleet
+from simdra._driver.testing import Allocator, claim, exactly, wait_until
+from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.kind_classes import create_device_classes
 
 from .conftest import DRIVER, StartFleet
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from driver.cli import main
-from driver.testing import wait_until
-from driver.testing.apiserver import APIServer
+from simdra._driver.cli import main
+from simdra._driver.testing import wait_until
+from simdra._driver.testing.apiserver import APIServer
 
 _ENV = ("KUBECONFIG", "DRIVER_NAME", "METRICS_PORT", "LOG_FORMAT", "VERBOSITY")
 
@@ -54,7 +54,7 @@ def test_the_fleet_publishes_says_so_serves_metrics_and_stops_on_sigterm(
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         log = (tmp_path / "fleet.log").open("w+")
         process = subprocess.Popen(
-            [sys.executable, "-m", "driver", "fleet", "--kubeconfig", str(kubeconfig),
+            [sys.executable, "-m", "simdra", "fleet", "--kubeconfig", str(kubeconfig),
              "--nodes", "6", "--mix", "gpu8:50,nic2:30,partitioned:20", "--seed", "2",
              "--metrics-port", "0", "--node-prefix", "cli"],
             stderr=log, text=True)
@@ -89,7 +89,7 @@ def test_a_refused_start_is_one_line_and_exit_1(tmp_path: Path) -> None:
         server.inject_failure("create", "nodes", 409)
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         done = subprocess.run(
-            [sys.executable, "-m", "driver", "fleet", "--kubeconfig", str(kubeconfig),
+            [sys.executable, "-m", "simdra", "fleet", "--kubeconfig", str(kubeconfig),
              "--nodes", "2"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
@@ -103,7 +103,7 @@ def test_a_node_prefix_taken_by_real_nodes_is_one_line_exit_1_and_nothing_publis
         real = server.put_object("nodes", {"metadata": {"name": "prod-0000"}})
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         done = subprocess.run(
-            [sys.executable, "-m", "driver", "fleet", "--kubeconfig", str(kubeconfig),
+            [sys.executable, "-m", "simdra", "fleet", "--kubeconfig", str(kubeconfig),
              "--nodes", "3", "--node-prefix", "prod"], capture_output=True, text=True,
             timeout=60)
         slices = server.objects("resourceslices")

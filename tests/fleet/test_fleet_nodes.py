@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from driver.fleet import publish
-from driver.fleet.churn import ChurnEvent
-from driver.fleet.churn_loop import ChurnLoop
-from driver.slices.publisher import Publisher
-from driver.testing.apiserver import APIServer
+from simdra._driver.fleet import publish
+from simdra._driver.fleet.churn import ChurnEvent
+from simdra._driver.fleet.churn_loop import ChurnLoop
+from simdra._driver.slices.publisher import Publisher
+from simdra._driver.testing.apiserver import APIServer
 
 from .conftest import DRIVER, StartFleet, fleet_slices
 
@@ -118,7 +118,7 @@ def test_without_prune_fewer_nodes_leaves_the_others_alone(server: APIServer,
 
 def test_two_shards_never_publish_the_same_node_and_together_cover_the_fleet(
         server: APIServer, start_fleet: StartFleet) -> None:
-    from driver.fleet.shard import Shard
+    from simdra._driver.fleet.shard import Shard
 
     first = start_fleet(nodes=12, shard=Shard(0, 2))
     second = start_fleet(nodes=12, shard=Shard(1, 2))
@@ -163,7 +163,7 @@ def _devices(server: APIServer, node: str) -> dict[str, dict[str, object]]:
 
 
 def _wait_for(condition: object, timeout: float = 10.0) -> None:
-    from driver.testing import wait_until
+    from simdra._driver.testing import wait_until
 
     wait_until(condition, timeout=timeout)  # type: ignore[arg-type]
 

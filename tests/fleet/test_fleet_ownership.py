@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
-from driver.fleet.churn import ChurnEvent
-from driver.fleet.churn_loop import ChurnLoop
-from driver.fleet.nodes import NotOurs
-from driver.testing.apiserver import APIServer
+from simdra._driver.fleet.churn import ChurnEvent
+from simdra._driver.fleet.churn_loop import ChurnLoop
+from simdra._driver.fleet.nodes import NotOurs
+from simdra._driver.testing.apiserver import APIServer
 
 from .conftest import StartFleet, fleet_slices
 
@@ -40,7 +40,7 @@ def test_a_churn_join_refuses_a_node_that_took_the_name_and_churn_leaves_it_alon
     loop = ChurnLoop(fleet)
     loop.play(ChurnEvent(0, "nodes", "leave", REAL))
     before = _real_node(server, {"role": "db"})  # a real node joins under that name
-    with caplog.at_level(logging.ERROR, logger="driver.fleet"):
+    with caplog.at_level(logging.ERROR, logger="simdra._driver.fleet"):
         loop.play(ChurnEvent(1, "nodes", "join", REAL))
     (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert f"node {REAL} exists and is not this fleet's" in line and "\n" not in line

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from driver.fleet.mix import MixError, node_names, parse_mix
-from driver.fleet.plan import created_fleet, owned, to_prune
-from driver.fleet.shard import Shard, ShardError, parse_shard
+from simdra._driver.fleet.mix import MixError, node_names, parse_mix
+from simdra._driver.fleet.plan import created_fleet, owned, to_prune
+from simdra._driver.fleet.shard import Shard, ShardError, parse_shard
 
 
 def test_a_mix_gives_each_shape_about_its_share_and_the_same_seed_the_same_fleet() -> None:

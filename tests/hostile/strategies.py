@@ -22,7 +22,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from driver.core.textlimits import ERROR_LIMIT
+from simdra._driver.core.textlimits import ERROR_LIMIT
 
 # A path that walks out of any directory, names an absolute one, or cannot be a file name.
 PATHS = ["..", "../", "../../etc/passwd", "/", "/etc/passwd", "/tmp/x", "a/../../b", ".", "",

@@ -11,14 +11,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from driver.claims.allocation import parse_claim
-from driver.claims.api_source import names_missing_claim
-from driver.claims.errors import ClaimError
-from driver.claims.types import ClaimRef
-from driver.core.textlimits import ERROR_LIMIT, value_depth
-from driver.kubelet.gen import podresources_v1_pb2 as pb
-from driver.kubelet.pod_resources import usage_of
-from driver.slices.observed import SliceCache
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.api_source import names_missing_claim
+from simdra._driver.claims.errors import ClaimError
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.core.textlimits import ERROR_LIMIT, value_depth
+from simdra._driver.kubelet.gen import podresources_v1_pb2 as pb
+from simdra._driver.kubelet.pod_resources import usage_of
+from simdra._driver.slices.observed import SliceCache
 from tests.claims.builders import DRIVER, SHARE_1, claim, fixture_claim, result
 
 from .strategies import (

@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from driver.claims.checkpoint import REASON_LIMIT, read_records
-from driver.claims.preparer import Preparer
-from driver.claims.record_format import decode_record, record_checksum
-from driver.claims.source import StaticClaimSource
-from driver.claims.types import ClaimRef
+from simdra._driver.claims.checkpoint import REASON_LIMIT, read_records
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.record_format import decode_record, record_checksum
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.types import ClaimRef
 from tests.claims.builders import DRIVER, SHARE_1, claim, inventory, result
 
 from .strategies import (

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from driver.devices.faults import FaultError, FaultFile, FaultState, fault_file_path
+from simdra._driver.devices.faults import FaultError, FaultFile, FaultState, fault_file_path
 
 from .strategies import (
     PATHS,

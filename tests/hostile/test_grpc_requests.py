@@ -17,11 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from driver.claims.preparer import Preparer
-from driver.claims.source import StaticClaimSource
-from driver.kubelet.endpoints import start_kubelet_plugin
-from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
-from driver.kubelet.sockets import dra_socket_path, registration_socket_path
+from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.kubelet.endpoints import start_kubelet_plugin
+from simdra._driver.kubelet.gen import (
+    dra_v1_pb2,
+    dra_v1_pb2_grpc,
+    dra_v1beta1_pb2,
+    dra_v1beta1_pb2_grpc,
+)
+from simdra._driver.kubelet.sockets import dra_socket_path, registration_socket_path
 from tests.claims.builders import DRIVER, claim, inventory, result
 
 from .strategies import PATHS, assert_one_line, inside, tree_snapshot, utf8_text

@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from driver.devices.inventory_file import InventoryFileError, load_inventory_file
+from simdra._driver.devices.inventory_file import InventoryFileError, load_inventory_file
 
 from .strategies import PATHS, hostile_text, json_values, mutated, tree_snapshot
 

@@ -11,11 +11,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from driver.claims.allocation import OpaqueConfig
-from driver.claims.config.apply import ConfigTarget, decode_entries, resolve_all
-from driver.claims.config.decode import ConfigError
-from driver.kinds.config_handlers import GpuConfigHandler, NicConfigHandler
-from driver.kinds.config_types import API_VERSION
+from simdra._driver.claims.allocation import OpaqueConfig
+from simdra._driver.claims.config.apply import ConfigTarget, decode_entries, resolve_all
+from simdra._driver.claims.config.decode import ConfigError
+from simdra._driver.kinds.config_handlers import GpuConfigHandler, NicConfigHandler
+from simdra._driver.kinds.config_types import API_VERSION
 
 from .strategies import assert_one_line, deep_values, hostile_text, json_values, mutated, numbers
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.testing.cluster import LocalCluster
+from simdra._driver.testing.cluster import LocalCluster
 
 
 def _short_dir(prefix: str) -> Path:

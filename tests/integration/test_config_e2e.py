@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from driver.claims.env import ENV_PREFIX, ID_LENGTH
-from driver.testing.allocation.builders import device_class, exactly, opaque_config
-from driver.testing.cluster import LocalCluster
+from simdra._driver.claims.env import ENV_PREFIX, ID_LENGTH
+from simdra._driver.testing.allocation.builders import device_class, exactly, opaque_config
+from simdra._driver.testing.cluster import LocalCluster
 
 DRIVER = "dra.example.com"
 API_VERSION = "simdra.dra.example.com/v1alpha1"

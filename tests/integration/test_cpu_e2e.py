@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from driver.claims.env import ENV_PREFIX, ID_LENGTH
-from driver.testing.allocation.builders import exactly, selector
-from driver.testing.cluster import LocalCluster
-from driver.testing.scheduler import AllocationError
+from simdra._driver.claims.env import ENV_PREFIX, ID_LENGTH
+from simdra._driver.testing.allocation.builders import exactly, selector
+from simdra._driver.testing.cluster import LocalCluster
+from simdra._driver.testing.scheduler import AllocationError
 
 CPU_CLASS = "cpu.dra.example.com"
 ON_NODE = 'device.attributes["resource.kubernetes.io"].numaNode == {}'

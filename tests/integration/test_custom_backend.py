@@ -13,20 +13,20 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driver.cli import main
-from driver.config import Config
-from driver.devices.loader import BackendSpecError, load_backend_class
-from driver.devices.registry import BACKENDS
-from driver.kinds.fpga import FpgaBackend
-from driver.plugin import make_backend
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
+from simdra._driver.cli import main
+from simdra._driver.config import Config
+from simdra._driver.devices.loader import BackendSpecError, load_backend_class
+from simdra._driver.devices.registry import BACKENDS
+from simdra._driver.kinds.fpga import FpgaBackend
+from simdra._driver.plugin import make_backend
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster
 from tests.claims.builders import assert_valid_cdi_spec
 from tests.devices.sysfs_trees import SysfsTree
 from tests.devices.test_example_fpga import fpga_node
 
 REPO = Path(__file__).resolve().parents[2]
-FPGA_BACKEND = "driver.kinds.fpga:FpgaBackend"
+FPGA_BACKEND = "simdra._driver.kinds.fpga:FpgaBackend"
 
 
 def test_fpga_backend_publishes_allocates_and_prepares(cluster: LocalCluster) -> None:
@@ -36,7 +36,7 @@ def test_fpga_backend_publishes_allocates_and_prepares(cluster: LocalCluster) ->
     classes = yaml.safe_load_all((REPO / "deploy/base/deviceclasses.yaml").read_text())
     cluster.api.put_object("deviceclasses", next(
         c for c in classes if c["metadata"]["name"] == f"fpga.{driver}"))
-    # By its registered name (driver/devices/registry.py); the full spec works as well.
+    # By its registered name (simdra/_driver/devices/registry.py); the full spec works as well.
     cluster.start_plugin(extra=["--device-backend", "fpga", "--sysfs-root", str(tree.sys)])
 
     published = cluster.published_devices()
@@ -83,7 +83,7 @@ def test_make_backend_constructs_the_named_class_with_a_context(tmp_path: Path, 
 
 
 def test_the_claim_rules_are_those_of_the_registered_kinds(tmp_path: Path) -> None:
-    from driver.claims.rules import rules_for
+    from simdra._driver.claims.rules import rules_for
 
     _, kinds = make_backend(Config(node_name="n", device_backend="fpga", sysfs_root=tmp_path))
     rules = rules_for(kinds)
@@ -110,11 +110,11 @@ def test_import_errors_inside_the_backend_module_are_told_apart(
 
 @pytest.mark.parametrize(("spec", "problem"), [
     ("fpgas", "not of the form package.module:ClassName"),
-    ("driver.kinds.fpga:", "not of the form package.module:ClassName"),
+    ("simdra._driver.kinds.fpga:", "not of the form package.module:ClassName"),
     ("no_such_package.backends:Thing", "no module named 'no_such_package'"),
-    ("driver.kinds.fpga:FpgaBackends", "has no attribute 'FpgaBackends'"),
-    ("driver.kinds.fpga:PCI_BUS_ID", "is a str, not a class"),
-    ("driver.devices.model:Inventory", "has no discover() method"),
+    ("simdra._driver.kinds.fpga:FpgaBackends", "has no attribute 'FpgaBackends'"),
+    ("simdra._driver.kinds.fpga:PCI_BUS_ID", "is a str, not a class"),
+    ("simdra._driver.devices.model:Inventory", "has no discover() method"),
 ])
 def test_bad_backend_spec_is_a_usage_error_naming_the_flag(
         spec: str, problem: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,7 +130,7 @@ def test_bad_backend_from_the_environment_exits_2_before_connecting(tmp_path: Pa
     env = {**os.environ, "NODE_NAME": "node-1", "DEVICE_BACKEND": "vendor.fpga:Missing",
            "KUBECONFIG": str(tmp_path / "no-such-kubeconfig")}
 
-    done = subprocess.run([sys.executable, "-m", "driver", "run"], env=env, text=True,
+    done = subprocess.run([sys.executable, "-m", "simdra", "run"], env=env, text=True,
                           capture_output=True, timeout=60, check=False)
 
     assert done.returncode == 2

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.testing.cluster import LocalCluster
+from simdra._driver.testing.cluster import LocalCluster
 
 # <sys/inotify.h>: every way a name can appear in a directory.
 _IN_CREATE, _IN_MOVED_TO = 0x100, 0x80

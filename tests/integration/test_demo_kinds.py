@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from driver.cli import main
-from driver.devices.kind_registry import builtin_kinds
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
-from driver.testing.kind_classes import kind_values
+from simdra._driver.cli import main
+from simdra._driver.devices.kind_registry import builtin_kinds
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster
+from simdra._driver.testing.kind_classes import kind_values
 from tests.devices.kind_modules import CRYPTO, write_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def workdir() -> Iterator[Path]:
 
 
 def _demo(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "driver", "demo", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "simdra", "demo", *args], capture_output=True,
                           text=True, timeout=120, check=False, cwd=REPO)
 
 

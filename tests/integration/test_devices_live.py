@@ -16,9 +16,9 @@ import grpc
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster, wait_until
-from driver.testing.kubelet import KubeletError
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster, wait_until
+from simdra._driver.testing.kubelet import KubeletError
 
 TAINT_KEY = "dra.example.com/unhealthy"
 
@@ -26,7 +26,7 @@ TAINT_KEY = "dra.example.com/unhealthy"
 
 def _fault(cluster: LocalCluster, *words: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "driver", "fault", "--plugin-dir", str(cluster.data_dir), *words],
+        [sys.executable, "-m", "simdra", "fault", "--plugin-dir", str(cluster.data_dir), *words],
         capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
 

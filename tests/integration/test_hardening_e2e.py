@@ -10,8 +10,8 @@ import socket
 import stat
 import time
 
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster
 
 GPU_CLASS = "gpu.dra.example.com"
 
@@ -50,7 +50,7 @@ def test_modes_do_not_depend_on_the_umask(cluster: LocalCluster) -> None:
         "lock": 0o600,
         "DRA socket": 0o660,
         "registration socket": 0o660,
-        "CDI root": 0o755,  # read by the container runtime; see driver/claims/cdi.py
+        "CDI root": 0o755,  # read by the container runtime; see simdra/_driver/claims/cdi.py
         "CDI spec": 0o644,
     }
     for root in (data, cluster.cdi_root):

@@ -9,9 +9,9 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster, PluginProcess, wait_until
-from driver.testing.kubelet import KubeletEmulator
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster, PluginProcess, wait_until
+from simdra._driver.testing.kubelet import KubeletEmulator
 
 REGISTRATION = "pluginregistration.Registration"
 

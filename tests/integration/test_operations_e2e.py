@@ -11,8 +11,8 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster, PluginProcess, wait_until
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster, PluginProcess, wait_until
 
 
 def _nic_claim(cluster: LocalCluster, name: str, bandwidth: str = "1G") -> None:
@@ -94,7 +94,7 @@ def test_usage_reads_a_running_plugins_state(cluster: LocalCluster) -> None:
     cluster.prepare("u-1", "u-2")
 
     result = subprocess.run(
-        [sys.executable, "-m", "driver", "usage", "--plugin-dir", str(cluster.data_dir),
+        [sys.executable, "-m", "simdra", "usage", "--plugin-dir", str(cluster.data_dir),
          "--output", "json"], capture_output=True, text=True, timeout=60, check=False)
 
     assert result.returncode == 0, result.stderr

@@ -14,8 +14,8 @@ from pathlib import Path
 import kubernetes_validate
 import yaml
 
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster, wait_until
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster, wait_until
 
 
 def test_registers_with_v1_first_and_serves_dra_socket(cluster: LocalCluster) -> None:
@@ -166,7 +166,7 @@ def test_invalid_inventory_file_fails_start_naming_device_and_rule(
 
 def _run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("NODE_NAME", "NUM_DEVICES")}
-    return subprocess.run([sys.executable, "-m", "driver", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "simdra", *args], capture_output=True,
                           text=True, env={**base, **(env or {})}, timeout=60, check=False)
 
 
@@ -178,7 +178,7 @@ def test_python_dash_m_driver_prints_help() -> None:
 
 
 def test_demo_runs_end_to_end() -> None:
-    result = subprocess.run([sys.executable, "-m", "driver", "demo"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "simdra", "demo"], capture_output=True,
                             text=True, timeout=120, check=False, cwd=Path(__file__).parent)
 
     assert result.returncode == 0, result.stdout + result.stderr
@@ -208,7 +208,7 @@ def test_demo_that_fails_exits_at_once_with_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
 
     # The timeout only bounds a hang (the demo used to wait forever here).
-    result = subprocess.run([sys.executable, "-m", "driver", "demo"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "simdra", "demo"], capture_output=True,
                             text=True, timeout=60, check=False, env=env,
                             cwd=Path(__file__).parent)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from driver.claims.types import ClaimRef
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster
 from tests.claims.builders import assert_valid_cdi_spec
 
 

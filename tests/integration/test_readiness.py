@@ -15,10 +15,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
-from driver.kubelet.healthcheck import READINESS_SERVICE
-from driver.testing.cluster import LocalCluster, PluginProcess, wait_until
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from simdra._driver.kubelet.healthcheck import READINESS_SERVICE
+from simdra._driver.testing.cluster import LocalCluster, PluginProcess, wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

@@ -12,9 +12,9 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster, PluginProcess, wait_until
-from driver.testing.pod_resources import ClaimUse, PodClaims
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster, PluginProcess, wait_until
+from simdra._driver.testing.pod_resources import ClaimUse, PodClaims
 
 GRACE_S = 30  # the shortest --reconcile-grace accepted
 INTERVAL_S = 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import signal
 
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster
 
 OLD, NEW = "0a0a0a0a-0000-4000-8000-00000000000a", "0b0b0b0b-0000-4000-8000-00000000000b"
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from driver.claims.env import ENV_PREFIX, ID_LENGTH
-from driver.claims.types import ClaimRef
-from driver.core.quantity import parse_quantity, quantity_text
-from driver.testing.allocation.builders import exactly, selector
-from driver.testing.cluster import LocalCluster
-from driver.testing.scheduler import AllocationError
+from simdra._driver.claims.env import ENV_PREFIX, ID_LENGTH
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.core.quantity import parse_quantity, quantity_text
+from simdra._driver.testing.allocation.builders import exactly, selector
+from simdra._driver.testing.cluster import LocalCluster
+from simdra._driver.testing.scheduler import AllocationError
 
 GPU_CLASS = "gpu.dra.example.com"
 NIC_CLASS = "nic.dra.example.com"
@@ -92,7 +92,7 @@ def _leaves_no_trace(cluster: LocalCluster, uid: str) -> bool:
 
 def _usage(cluster: LocalCluster) -> dict:
     result = subprocess.run(
-        [sys.executable, "-m", "driver", "usage", "--plugin-dir", str(cluster.data_dir),
+        [sys.executable, "-m", "simdra", "usage", "--plugin-dir", str(cluster.data_dir),
          "-o", "json"], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from driver.testing.allocation.builders import claim as claim_json
-from driver.testing.allocation.builders import exactly
-from driver.testing.cluster import LocalCluster, PluginProcess
+from simdra._driver.testing.allocation.builders import claim as claim_json
+from simdra._driver.testing.allocation.builders import exactly
+from simdra._driver.testing.cluster import LocalCluster, PluginProcess
 from tests.claims.builders import assert_valid_cdi_spec
 from tests.devices.sysfs_trees import SysfsTree, gpu_node, nic_node
 

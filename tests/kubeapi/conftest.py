@@ -1,4 +1,4 @@
-"""A real TLS endpoint for driver.kubeapi's tests: a test CA, a server certificate for
+"""A real TLS endpoint for simdra._driver.kubeapi's tests: a test CA, a server certificate for
 the name `apiserver.test` only (not 127.0.0.1), a client certificate, and an HTTPS server
 on 127.0.0.1 that answers every GET with what it saw of the caller."""
 

@@ -1,4 +1,4 @@
-"""Cluster configuration as the plugin loads it (driver.kubeapi.config): a pod's
+"""Cluster configuration as the plugin loads it (simdra._driver.kubeapi.config): a pod's
 ServiceAccount directory and kubeconfig variants, from real files; an unusable one is
 one line naming what is wrong."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from driver.kubeapi import ClusterConfigError, in_cluster_access, kubeconfig_access
+from simdra._driver.kubeapi import ClusterConfigError, in_cluster_access, kubeconfig_access
 
 POD_ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 

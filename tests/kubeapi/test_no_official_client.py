@@ -10,25 +10,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from driver.testing.apiserver import APIServer
+from simdra._driver.testing.apiserver import APIServer
 
 from .test_config import exec_user, write_kubeconfig
 
 # Not the plugin: the demo's harness, the loader for exec-style credentials and `kubectl
 # dra` (its `why` runs the harness's allocator; a layer contract keeps the harness out of
-# `devices` and `top`). (driver.__main__ runs the command line when imported.)
-NOT_RUNTIME = ("driver.testing", "driver.cli.demo", "driver.kubeapi.fallback", "driver.__main__",
-               "driver.dra_cli")
+# `devices` and `top`). (simdra.__main__ runs the command line when imported.)
+NOT_RUNTIME = ("simdra._driver.testing", "simdra._driver.cli.demo",
+               "simdra._driver.kubeapi.fallback", "simdra.__main__", "simdra._driver.dra_cli")
 
 _PROBE = """
 import importlib, json, pathlib, sys
-import driver
-from driver.kube import load_api_client
-from driver.slices.api import SliceApi
+import simdra._driver
+from simdra._driver.kube import load_api_client
+from simdra._driver.slices.api import SliceApi
 
-root = pathlib.Path(driver.__file__).parent
+root = pathlib.Path(simdra._driver.__file__).parent
 for path in sorted(root.rglob("*.py")):  # not pkgutil: it imports every package it walks
-    name = ".".join(("driver", *path.relative_to(root).with_suffix("").parts))
+    name = ".".join(("simdra", "_driver", *path.relative_to(root).with_suffix("").parts))
     name = name.removesuffix(".__init__")
     if not name.startswith(tuple(sys.argv[2].split(","))):
         importlib.import_module(name)

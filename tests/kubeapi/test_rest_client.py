@@ -1,4 +1,4 @@
-"""driver.kubeapi.RestClient against the API stand-in over real HTTP: JSON requests of
+"""simdra._driver.kubeapi.RestClient against the API stand-in over real HTTP: JSON requests of
 every verb and patch type, error answers in one line with Retry-After, and watches that
 close() ends from another thread."""
 
@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from driver.kubeapi import ApiStatusError, RestClient
-from driver.kubeapi.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH
-from driver.testing.apiserver import APIServer
+from simdra._driver.kubeapi import ApiStatusError, RestClient
+from simdra._driver.kubeapi.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH
+from simdra._driver.testing.apiserver import APIServer
 
 NODES = "/api/v1/nodes"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from driver.kube import ClusterConfigError, load_api_client
+from simdra._driver.kube import ClusterConfigError, load_api_client
 
 from .conftest import CLIENT_NAME, SERVER_NAME, Certs
 from .test_config import write_kubeconfig

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from driver.kubelet.endpoints import KubeletPlugin, start_kubelet_plugin
-from driver.testing.kubelet import KubeletEmulator
+from simdra._driver.kubelet.endpoints import KubeletPlugin, start_kubelet_plugin
+from simdra._driver.testing.kubelet import KubeletEmulator
 
 from .fakes import DRIVER, Dirs, FakePreparer
 

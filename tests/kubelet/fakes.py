@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from driver.claims.types import ClaimRef, PreparedDevice, PrepareResult, UnprepareResult
-from driver.kubelet.sockets import dra_socket_path, registration_socket_path
+from simdra._driver.claims.types import ClaimRef, PreparedDevice, PrepareResult, UnprepareResult
+from simdra._driver.kubelet.sockets import dra_socket_path, registration_socket_path
 
 DRIVER = "gpu.example.com"
 

@@ -13,12 +13,12 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driver.claims.types import ClaimRef
-from driver.kubelet.early import EarlyKubelet, serve_kubelet_early
-from driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
-from driver.observability.metrics import PluginMetrics
-from driver.testing.kubelet import KubeletEmulator
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.early import EarlyKubelet, serve_kubelet_early
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from simdra._driver.observability.metrics import PluginMetrics
+from simdra._driver.testing.kubelet import KubeletEmulator
 
 from .fakes import DRIVER, Dirs, FakePreparer
 

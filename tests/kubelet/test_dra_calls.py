@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from driver.claims.types import ClaimRef
-from driver.kubelet.dra_service import DRAPluginV1
-from driver.kubelet.endpoints import KubeletPlugin
-from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
-from driver.kubelet.registration import RegistrationServicer
-from driver.kubelet.server import UnixSocketServer, start_unix_server
-from driver.testing.kubelet import KubeletEmulator, KubeletError
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.dra_service import DRAPluginV1
+from simdra._driver.kubelet.endpoints import KubeletPlugin
+from simdra._driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from simdra._driver.kubelet.registration import RegistrationServicer
+from simdra._driver.kubelet.server import UnixSocketServer, start_unix_server
+from simdra._driver.testing.kubelet import KubeletEmulator, KubeletError
 
 from .fakes import DRIVER, Dirs, FakePreparer, device
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from driver.claims.types import ClaimRef
-from driver.kubelet.early import serve_kubelet_early
-from driver.testing.kubelet import KubeletEmulator
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.early import serve_kubelet_early
+from simdra._driver.testing.kubelet import KubeletEmulator
 
 from .fakes import DRIVER, Dirs, FakePreparer
 

@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # selectors given, then lists the modules loaded.
 _PROBE = textwrap.dedent("""
     import json, sys
-    from driver.cli import _parser
-    from driver.cli.run import config_from_args
-    from driver.kube import check_cluster_config
-    import driver.startup
+    from simdra._driver.cli import _parser
+    from simdra._driver.cli.run import config_from_args
+    from simdra._driver.kube import check_cluster_config
+    import simdra._driver.startup
 
     args = _parser("run").parse_args(["run", "--node-name", "n1", "--kubeconfig", sys.argv[1],
                                       "--sysfs-allow", "pci:3b:00.0", "--sysfs-deny", "iface:eth0"])
@@ -37,9 +37,9 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 """
 
-_LATER = ("urllib3", "kubernetes", "driver.kubeapi.client",
-          "driver.kinds.sysfs.backend", "driver.claims.preparer", "driver.slices",
-          "driver.plugin")
+_LATER = ("urllib3", "kubernetes", "simdra._driver.kubeapi.client",
+          "simdra._driver.kinds.sysfs.backend", "simdra._driver.claims.preparer",
+          "simdra._driver.slices", "simdra._driver.plugin")
 
 
 def test_nothing_heavy_loads_before_the_kubelet_is_served(tmp_path: Path) -> None:
@@ -48,6 +48,6 @@ def test_nothing_heavy_loads_before_the_kubelet_is_served(tmp_path: Path) -> Non
     result = subprocess.run([sys.executable, "-c", _PROBE, str(kubeconfig)], cwd=ROOT,
                             capture_output=True, text=True, timeout=60, check=True)
     loaded = json.loads(result.stdout)
-    assert "driver.kubelet.early" in loaded and "driver.kubeapi.config" in loaded
+    assert "simdra._driver.kubelet.early" in loaded and "simdra._driver.kubeapi.config" in loaded
     early = [m for m in loaded if any(m == p or m.startswith(p + ".") for p in _LATER)]
     assert early == []

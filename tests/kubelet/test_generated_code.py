@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 
-from driver.kubelet.gen import (
+from simdra._driver.kubelet.gen import (
     dra_health_v1_pb2,
     dra_health_v1_pb2_grpc,
     dra_health_v1alpha1_pb2,
@@ -27,7 +27,7 @@ from driver.kubelet.gen import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN_DIR = ROOT / "driver" / "kubelet" / "gen"
+GEN_DIR = ROOT / "simdra" / "_driver" / "kubelet" / "gen"
 
 
 def test_committed_generated_code_matches_protos() -> None:
@@ -44,9 +44,9 @@ def test_committed_generated_code_matches_protos() -> None:
     stale = sorted(n for n in fresh.keys() & committed.keys() if fresh[n] != committed[n])
     missing = sorted(fresh.keys() - committed.keys())
     extra = sorted(committed.keys() - fresh.keys())
-    problems = [f"stale: driver/kubelet/gen/{n}" for n in stale]
-    problems += [f"missing: driver/kubelet/gen/{n}" for n in missing]
-    problems += [f"not generated from any proto: driver/kubelet/gen/{n}" for n in extra]
+    problems = [f"stale: simdra/_driver/kubelet/gen/{n}" for n in stale]
+    problems += [f"missing: simdra/_driver/kubelet/gen/{n}" for n in missing]
+    problems += [f"not generated from any proto: simdra/_driver/kubelet/gen/{n}" for n in extra]
     assert not problems, "generated code is out of date; run hack/gen-protos.sh\n" + "\n".join(
         problems
     )

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from driver.kubelet import health as health_module
-from driver.kubelet.endpoints import KubeletPlugin
-from driver.kubelet.health import DeviceHealth, HealthBoard, HealthStatus, clip_message
-from driver.testing.kubelet import KubeletEmulator, KubeletError
+from simdra._driver.kubelet import health as health_module
+from simdra._driver.kubelet.endpoints import KubeletPlugin
+from simdra._driver.kubelet.health import DeviceHealth, HealthBoard, HealthStatus, clip_message
+from simdra._driver.testing.kubelet import KubeletEmulator, KubeletError
 
 from .fakes import DRIVER
 

@@ -14,10 +14,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from driver.claims.types import ClaimRef
-from driver.kubelet.endpoints import KubeletPlugin
-from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
-from driver.kubelet.healthcheck import (
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.endpoints import KubeletPlugin
+from simdra._driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
+from simdra._driver.kubelet.healthcheck import (
     READINESS_SERVICE,
     HealthcheckError,
     HealthcheckServer,

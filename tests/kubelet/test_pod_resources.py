@@ -8,11 +8,11 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from driver.claims.kubelet_usage import KubeletUnavailable, KubeletUsage
-from driver.claims.reconcile_plan import RecordedClaim
-from driver.claims.types import ClaimRef
-from driver.kubelet.pod_resources import PodResourcesUsage
-from driver.testing.pod_resources import PLUGIN_POD, ClaimUse, PodClaims, PodResourcesServer
+from simdra._driver.claims.kubelet_usage import KubeletUnavailable, KubeletUsage
+from simdra._driver.claims.reconcile_plan import RecordedClaim
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.pod_resources import PodResourcesUsage
+from simdra._driver.testing.pod_resources import PLUGIN_POD, ClaimUse, PodClaims, PodResourcesServer
 
 DRIVER = "gpu.example.com"
 SHARE = "11111111-1111-4111-8111-111111111111"

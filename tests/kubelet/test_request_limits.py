@@ -11,11 +11,16 @@ from types import ModuleType
 import grpc
 import pytest
 
-from driver.kubelet.dra_service import MAX_CLAIMS_PER_CALL
-from driver.kubelet.endpoints import MAX_REQUEST_BYTES, KubeletPlugin
-from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
-from driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from simdra._driver.kubelet.dra_service import MAX_CLAIMS_PER_CALL
+from simdra._driver.kubelet.endpoints import MAX_REQUEST_BYTES, KubeletPlugin
+from simdra._driver.kubelet.gen import (
+    dra_v1_pb2,
+    dra_v1_pb2_grpc,
+    dra_v1beta1_pb2,
+    dra_v1beta1_pb2_grpc,
+)
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
 
 from .fakes import Dirs, FakePreparer
 
@@ -47,7 +52,7 @@ def test_too_many_claims_are_refused_whole_with_one_line(
 ) -> None:
     start_plugin()
     count = MAX_CLAIMS_PER_CALL + 1
-    caplog.set_level(logging.DEBUG, logger="driver")
+    caplog.set_level(logging.DEBUG, logger="simdra")
     with pytest.raises(grpc.RpcError) as refused:
         _call(dirs.dra_socket, grpc_mod, method, _request(pb, method, count))
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -56,7 +61,8 @@ def test_too_many_claims_are_refused_whole_with_one_line(
     assert preparer.calls == []  # no claim read from the API server
     # The servicer's own lines (another test's plugin, still stopping in this worker,
     # may log from its threads meanwhile).
-    lines = [r.getMessage() for r in caplog.records if r.name == "driver.kubelet.dra_service"]
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "simdra._driver.kubelet.dra_service"]
     assert len(lines) == 1 and "uid-" not in lines[0] and len(lines[0]) < 200, lines
 
 

@@ -15,19 +15,19 @@ from types import ModuleType
 import grpc
 import pytest
 
-from driver.claims.types import ClaimRef
-from driver.kubelet.endpoints import KubeletPlugin
-from driver.kubelet.gen import (
+from simdra._driver.claims.types import ClaimRef
+from simdra._driver.kubelet.endpoints import KubeletPlugin
+from simdra._driver.kubelet.gen import (
     dra_health_v1_pb2,
     dra_health_v1alpha1_pb2,
     dra_v1_pb2,
     dra_v1_pb2_grpc,
     dra_v1beta1_pb2,
 )
-from driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
-from driver.kubelet.health import HealthBoard
-from driver.testing.kubelet import KubeletEmulator
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from simdra._driver.kubelet.health import HealthBoard
+from simdra._driver.testing.kubelet import KubeletEmulator
 
 from .fakes import DRIVER, Dirs, FakePreparer
 

@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from driver.kubelet.sockets import (
+from simdra._driver.kubelet.sockets import (
     KUBELET_PLUGINS_DIR,
     KUBELET_REGISTRY_DIR,
     UNIX_PATH_MAX,

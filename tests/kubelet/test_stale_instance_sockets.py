@@ -9,14 +9,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from driver.kubelet import stale_sockets
-from driver.kubelet.endpoints import KubeletPlugin
-from driver.kubelet.sockets import (
+from simdra._driver.kubelet import stale_sockets
+from simdra._driver.kubelet.endpoints import KubeletPlugin
+from simdra._driver.kubelet.sockets import (
     dra_socket_path,
     registration_socket_path,
     rolling_update_registration_names,
 )
-from driver.kubelet.stale_sockets import remove_stale_instance_sockets
+from simdra._driver.kubelet.stale_sockets import remove_stale_instance_sockets
 
 from .fakes import DRIVER, Dirs
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from driver.kubelet import state_check
-from driver.kubelet.state_check import StateError, check_state
+from simdra._driver.kubelet import state_check
+from simdra._driver.kubelet.state_check import StateError, check_state
 
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534  # a uid that is not the test's
@@ -148,7 +148,7 @@ def test_a_directory_of_another_user_is_refused(root: Path) -> None:
 _CHECK = """
 import sys
 from pathlib import Path
-from driver.kubelet.state_check import StateError, check_state
+from simdra._driver.kubelet.state_check import StateError, check_state
 try:
     check_state(Path(sys.argv[1]), Path(sys.argv[2]))
 except StateError as err:
@@ -206,9 +206,9 @@ def test_a_file_or_cdi_root_the_plugin_cannot_write_is_refused(
 
 
 def test_the_names_are_the_owners_names(root: Path) -> None:
-    from driver import plugin
-    from driver.claims import cdi, checkpoint
-    from driver.devices.faults.control import FaultFile, fault_file_path
+    from simdra._driver import plugin
+    from simdra._driver.claims import cdi, checkpoint
+    from simdra._driver.devices.faults.control import FaultFile, fault_file_path
 
     data = root / "d"
     assert checkpoint.records_directory(data) == data / state_check.RECORDS_DIR

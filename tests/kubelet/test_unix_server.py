@@ -12,10 +12,10 @@ import sys
 import grpc
 import pytest
 
-from driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
-from driver.kubelet.registration import RegistrationServicer
-from driver.kubelet.server import SocketPathError, UnixSocketServer, start_unix_server
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from simdra._driver.kubelet.registration import RegistrationServicer
+from simdra._driver.kubelet.server import SocketPathError, UnixSocketServer, start_unix_server
 
 from .fakes import Dirs
 
@@ -118,7 +118,7 @@ def test_no_hidden_files_remain_while_serving_or_after(dirs: Dirs) -> None:
 
 _KILLED_BETWEEN_BIND_AND_RENAME = """
 import os, signal, sys
-from driver.kubelet import server
+from simdra._driver.kubelet import server
 os.rename = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
 server.start_unix_server(sys.argv[1], lambda s: None)
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from driver.devices.model import Device, Inventory, Pool
+from simdra._driver.devices.model import Device, Inventory, Pool
 
 DRIVER = "gpu.example.com"
 NODE = "node-1"

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from driver.devices.model import Inventory
-from driver.kubeapi import RestClient
-from driver.slices.backoff import Backoff
-from driver.slices.publisher import Publisher
-from driver.testing.apiserver import APIServer
+from simdra._driver.devices.model import Inventory
+from simdra._driver.kubeapi import RestClient
+from simdra._driver.slices.backoff import Backoff
+from simdra._driver.slices.publisher import Publisher
+from simdra._driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, NODE
 

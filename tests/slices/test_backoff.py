@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from driver.slices.backoff import Backoff
+from simdra._driver.slices.backoff import Backoff
 
 
 def test_delays_grow_then_cap_with_jitter_below_the_nominal_value():

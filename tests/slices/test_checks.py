@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 
-from driver.slices import naming
-from driver.slices.checks import check_pool
-from driver.slices.desired import SliceLayout, desired_pool
-from driver.slices.diff import SliceTarget, slice_object
-from driver.slices.validated import ValidatedPools
+from simdra._driver.slices import naming
+from simdra._driver.slices.checks import check_pool
+from simdra._driver.slices.desired import SliceLayout, desired_pool
+from simdra._driver.slices.diff import SliceTarget, slice_object
+from simdra._driver.slices.validated import ValidatedPools
 
 from .builders import DRIVER, NODE, gpu, gpus, inventory, pool
 

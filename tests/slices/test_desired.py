@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from driver.core.validation import validate_slice
-from driver.slices.desired import SliceLayout, desired_pool, desired_pools, layout_for_release
-from driver.slices.diff import SliceTarget, slice_object
+from simdra._driver.core.validation import validate_slice
+from simdra._driver.slices.desired import (
+    SliceLayout,
+    desired_pool,
+    desired_pools,
+    layout_for_release,
+)
+from simdra._driver.slices.diff import SliceTarget, slice_object
 
 from .builders import DRIVER, NODE, TAINT, gpus, inventory, pool
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 import itertools
 
-from driver.slices.desired import desired_pool
-from driver.slices.diff import (
+from simdra._driver.slices.desired import desired_pool
+from simdra._driver.slices.diff import (
     AcceptedForm,
     SliceTarget,
     normalized_content,

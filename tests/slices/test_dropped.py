@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from driver.slices.dropped import find_dropped, likely_gates
+from simdra._driver.slices.dropped import find_dropped, likely_gates
 
 from .builders import TAINT, gpu
 

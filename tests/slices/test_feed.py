@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from driver.kubeapi import RestClient
-from driver.slices.feed import SliceFeed
-from driver.slices.publisher import Publisher
-from driver.testing import wait_until
-from driver.testing.apiserver import APIServer
+from simdra._driver.kubeapi import RestClient
+from simdra._driver.slices.feed import SliceFeed
+from simdra._driver.slices.publisher import Publisher
+from simdra._driver.testing import wait_until
+from simdra._driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, gpus, inventory, pool
 from .conftest import FAST

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from driver.devices.standard_attributes import NUMA_NODE, scalar_attributes
+from simdra._driver.devices.standard_attributes import NUMA_NODE, scalar_attributes
 
 from .builders import gpu, inventory, pool
 from .test_publisher import slices, wait_until
@@ -21,7 +21,7 @@ def _spanning() -> dict:
 
 def test_a_refused_list_names_the_gate_and_the_flag(server, node, start, caplog):
     server.feature_gates["DRAListTypeAttributes"] = False
-    caplog.set_level(logging.WARNING, logger="driver.slices")
+    caplog.set_level(logging.WARNING, logger="simdra._driver.slices")
 
     start(inventory(pool("a", [_spanning()])))
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from driver.core.validation import dns_subdomain_errors
-from driver.slices import naming
+from simdra._driver.core.validation import dns_subdomain_errors
+from simdra._driver.slices import naming
 
 
 def test_name_starts_with_the_helper_index_prefix_and_is_stable():

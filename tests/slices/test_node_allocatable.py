@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from driver.devices.model import Device, Pool
-from driver.slices.desired import SliceLayout, desired_pool, layout_for_release
-from driver.slices.release_fields import mapping_1_36
-from driver.testing.apiserver.validation.node_allocatable import node_allocatable_errors
 from simdra import validate_device
+from simdra._driver.devices.model import Device, Pool
+from simdra._driver.slices.desired import SliceLayout, desired_pool, layout_for_release
+from simdra._driver.slices.release_fields import mapping_1_36
+from simdra._driver.testing.apiserver.validation.node_allocatable import node_allocatable_errors
 
 PATH = "spec.devices[0]"
 WHERE = f"{PATH}.nodeAllocatableResources"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driver.slices.observed import SliceCache, rv_newer
+from simdra._driver.slices.observed import SliceCache, rv_newer
 
 
 def obj(name, rv, uid="u1", pool="p"):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 import time
 
-from driver.core.validation import validate_slice
-from driver.slices import naming
-from driver.slices import reconciler as slice_reconciler
-from driver.slices.api import SliceApi
-from driver.slices.publisher import Publisher
-from driver.testing.apiserver import APIServer
+from simdra._driver.core.validation import validate_slice
+from simdra._driver.slices import naming
+from simdra._driver.slices import reconciler as slice_reconciler
+from simdra._driver.slices.api import SliceApi
+from simdra._driver.slices.publisher import Publisher
+from simdra._driver.testing.apiserver import APIServer
 
 from .builders import DRIVER, NODE, TAINT, gpu, gpus, inventory, pool
 from .conftest import FAST

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driver.slices.semantic import device_equal, devices_equal, with_taint_times
+from simdra._driver.slices.semantic import device_equal, devices_equal, with_taint_times
 
 from .builders import TAINT, gpu
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from driver.core.validation import validate_slice
-from driver.devices.model import Device, Inventory, Pool
-from driver.slices.checks import pool_rule_problems
-from driver.slices.desired import SliceLayout, desired_pool
-from driver.slices.diff import SliceTarget, slice_object
+from simdra._driver.core.validation import validate_slice
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.slices.checks import pool_rule_problems
+from simdra._driver.slices.desired import SliceLayout, desired_pool
+from simdra._driver.slices.diff import SliceTarget, slice_object
 
 from .builders import DRIVER, NODE, gpus
 from .test_publisher import slices, wait_until

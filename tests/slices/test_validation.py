@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from driver.core.validation import (
+from simdra._driver.core.validation import (
     FieldError,
     device_limit,
     immutable_field_errors,

@@ -9,7 +9,7 @@ device, whether it is a share, admin access, consumedCapacity) or `unschedulable
 The verdicts were recorded from a real control plane (the version is in the verdicts
 file) with `python -m tests.e2e.test_allocator_differential --record`. The fast
 `tests/testing/test_allocator_corpus.py` holds the harness allocator
-(`driver.testing.scheduler.allocate`) to them, and the e2e differential re-asks a live
+(`simdra._driver.testing.scheduler.allocate`) to them, and the e2e differential re-asks a live
 scheduler, so a change on either side shows up.
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from driver.testing.allocation.errors import AllocationError
-from driver.testing.scheduler import allocate
+from simdra._driver.testing.allocation.errors import AllocationError
+from simdra._driver.testing.scheduler import allocate
 from tests.testing.apiserver_corpus import minor_of
 
 JSON = dict[str, Any]

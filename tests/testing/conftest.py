@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from driver.testing.apiserver import APIServer
-from driver.testing.kubeconfig import client_from_kubeconfig
+from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.kubeconfig import client_from_kubeconfig
 
 DRIVER = "gpu.example.com"
 NODE = "node-1"

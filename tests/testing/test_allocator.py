@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from driver.testing.allocation.builders import (
+from simdra._driver.testing.allocation.builders import (
     claim,
     device_class,
     exactly,
@@ -16,7 +16,7 @@ from driver.testing.allocation.builders import (
     resource_slice,
     selector,
 )
-from driver.testing.scheduler import AllocationError, UnsupportedExpression, allocate
+from simdra._driver.testing.scheduler import AllocationError, UnsupportedExpression, allocate
 
 JSON = dict[str, Any]
 GPU, NIC = "gpu.example.com", "nic.example.com"

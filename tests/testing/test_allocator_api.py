@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, ResourceV1Api
 
-from driver.testing.allocation.builders import claim, device_class, exactly, resource_slice
-from driver.testing.apiserver import APIServer
-from driver.testing.scheduler import AllocationError, Allocator
+from simdra._driver.testing.allocation.builders import claim, device_class, exactly, resource_slice
+from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.scheduler import AllocationError, Allocator
 
 NIC = "nic.example.com"
 NAMESPACE = "default"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from driver.testing.allocation.cel import (
+from simdra._driver.testing.allocation.cel import (
     DeviceView,
     SelectorError,
     UnsupportedExpression,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from driver.testing.allocation.cel import (
+from simdra._driver.testing.allocation.cel import (
     DeviceView,
     SelectorError,
     UnsupportedExpression,

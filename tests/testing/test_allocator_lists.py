@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from driver.testing.allocation.builders import claim, device_class, exactly, resource_slice
-from driver.testing.scheduler import AllocationError, allocate
+from simdra._driver.testing.allocation.builders import claim, device_class, exactly, resource_slice
+from simdra._driver.testing.scheduler import AllocationError, allocate
 
 GPU, NIC = "gpu.example.com", "nic.example.com"
 CLASSES = {GPU: device_class(GPU), NIC: device_class(NIC)}

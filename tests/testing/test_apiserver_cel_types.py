@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from driver.testing.apiserver.validation.celtypes import (
+from simdra._driver.testing.apiserver.validation.celtypes import (
     ANY,
     BOOL,
     DYN,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from driver.testing.apiserver import APIServer
+from simdra._driver.testing.apiserver import APIServer
 from tests.testing.apiserver_corpus import (
     CORPUS,
     MODELLED_RELEASE,

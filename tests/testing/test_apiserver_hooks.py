@@ -11,8 +11,8 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from driver.testing.apiserver import APIServer
-from driver.testing.kubeconfig import client_from_kubeconfig
+from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.kubeconfig import client_from_kubeconfig
 
 
 def _shared_device(make_device):

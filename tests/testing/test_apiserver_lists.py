@@ -9,7 +9,7 @@ import http.client
 import json
 from typing import Any
 
-from driver.testing.apiserver import APIServer
+from simdra._driver.testing.apiserver import APIServer
 from tests.testing.conftest import device, slice_body
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from driver.testing.apiserver.validation import slice_errors
-from driver.testing.apiserver.validation.field import too_many
-from driver.testing.apiserver.validation.sizes import shorten
+from simdra._driver.testing.apiserver.validation import slice_errors
+from simdra._driver.testing.apiserver.validation.field import too_many
+from simdra._driver.testing.apiserver.validation.sizes import shorten
 from tests.testing.conftest import device, slice_body
 
 JSON = dict[str, Any]

@@ -11,8 +11,8 @@ import kubernetes_validate
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from driver.testing.apiserver import APIServer
-from driver.testing.apiserver.schema import schema_errors
+from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.apiserver.schema import schema_errors
 from tests.fixtures import every_field
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"

@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from driver.testing.apiserver import APIServer
+from simdra._driver.testing.apiserver import APIServer
 
 NODE = "node-1"
 

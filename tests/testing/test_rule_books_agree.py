@@ -2,7 +2,7 @@
 slices alike.
 
 The two are written apart (an import-linter contract keeps the stand-in from importing
-`driver.core.validation`), so a rule one of them gets wrong shows up here as a
+`simdra._driver.core.validation`), so a rule one of them gets wrong shows up here as a
 disagreement rather than passing both. The slices are generated from the every-field
 fixture (`tests/fixtures/slice_variants.py`): valid ones, and invalid ones each one step
 away from a valid one. Both must accept, or both reject naming the same fields.
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from driver.core.validation import validate_slice
-from driver.testing.apiserver.schema import schema_errors
-from driver.testing.apiserver.validation import slice_errors
+from simdra._driver.core.validation import validate_slice
+from simdra._driver.testing.apiserver.schema import schema_errors
+from simdra._driver.testing.apiserver.validation import slice_errors
 from tests.fixtures.slice_variants import invalid_slices, valid_slices
 
 VALID = dict(valid_slices())

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from driver.core.validation import validate_slice
-from driver.testing.apiserver.validation import slice_errors
+from simdra._driver.core.validation import validate_slice
+from simdra._driver.testing.apiserver.validation import slice_errors
 from tests.testing.apiserver_corpus import CORPUS, _cases_1_37, body_of
 
 CASES = [case.name for case in _cases_1_37()]

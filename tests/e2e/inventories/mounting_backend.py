@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-from driver.devices.model import Device, Inventory, Pool
-from driver.kinds.sysfs.backend import SysfsBackend
+from simdra._driver.devices.model import Device, Inventory, Pool
+from simdra._driver.kinds.sysfs.backend import SysfsBackend
 
 CONTAINER_PATH = "/run/simdra-e2e/share"
 

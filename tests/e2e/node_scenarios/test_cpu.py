@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from driver.core.quantity import parse_quantity
+from simdra._driver.core.quantity import parse_quantity
 
 from ..realnode import (
     DRIVER,
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.overlay("fake-cpu")
 
 GATE = "DRANodeAllocatableResources"
 CPU = "cpu.dra.example.com"
-CPUS_PER_DEVICE = 32  # driver/kinds/cpu.py SIMULATED_CPUS_PER_NUMA_NODE
+CPUS_PER_DEVICE = 32  # simdra/_driver/kinds/cpu.py SIMULATED_CPUS_PER_NUMA_NODE
 INSUFFICIENT = "Insufficient cpu"
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import grpc
 
-from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
-from driver.kubelet.sockets import is_instance_dra_socket
+from simdra._driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
+from simdra._driver.kubelet.sockets import is_instance_dra_socket
 
 from ..realnode import (
     DATA_DIR,

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from driver.devices.request_policy import consumed_text
-from driver.kinds.gpu import GPU_FRACTION, GPU_FRACTION_POLICY
 from simdra import parse_quantity
+from simdra._driver.devices.request_policy import consumed_text
+from simdra._driver.kinds.gpu import GPU_FRACTION, GPU_FRACTION_POLICY
 
 from ..realnode import (
     Kube,

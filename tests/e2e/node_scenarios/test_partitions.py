@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from driver.core.quantity import parse_quantity
+from simdra._driver.core.quantity import parse_quantity
 
 from ..realnode import (
     Kube,

@@ -4,7 +4,7 @@ deleting the pods unprepares their claims."""
 
 from __future__ import annotations
 
-from driver.core.quantity import parse_quantity
+from simdra._driver.core.quantity import parse_quantity
 
 from .. import realnode, releases
 from ..realnode import (

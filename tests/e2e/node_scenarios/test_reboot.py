@@ -36,7 +36,7 @@ GPU = "gpu.dra.example.com"
 
 def _fault(*args: str) -> None:
     """`simdra fault` on the plugin's control file (a hostPath: it outlives the reboot)."""
-    subprocess.run([sys.executable, "-m", "driver", "fault", "--plugin-dir", DATA_DIR, *args],
+    subprocess.run([sys.executable, "-m", "simdra", "fault", "--plugin-dir", DATA_DIR, *args],
                    check=True, capture_output=True, timeout=60, cwd=REPO)
 
 

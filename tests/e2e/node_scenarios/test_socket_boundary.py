@@ -18,9 +18,10 @@ MOUNT = "/registration"  # where a node-driver-registrar mounts it
 # NodeUnprepareResources in both versions.
 _AGENT = """
 import glob, sys, grpc
-from driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
-from driver.kubelet.gen import pluginregistration_v1_pb2 as reg
-from driver.kubelet.gen import pluginregistration_v1_pb2_grpc as reg_grpc
+from simdra._driver.kubelet.gen import dra_v1_pb2, dra_v1_pb2_grpc
+from simdra._driver.kubelet.gen import dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as reg
+from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 pattern, ns, name, uid = sys.argv[1:]
 [sock] = glob.glob(pattern)  # with --pod-uid the name carries the plugin pod's UID
 with grpc.insecure_channel("unix:" + sock) as ch:

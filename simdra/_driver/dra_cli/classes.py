@@ -1,0 +1,67 @@
+"""DeviceClass selectors on published devices, with the test harness's CEL evaluator
+(`simdra._driver.testing.allocation.cel`: Kubernetes' DRA CEL environment on cel-python).
+
+Importing the harness loads its package (the API stand-in and the official client with
+it: about 0.8 s), so only `--class`, `top --by class` and `why` pay for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from simdra._driver.dra_cli.connect import CommandError
+from simdra._driver.dra_cli.inventory import Device
+
+JSON = dict[str, Any]
+Matcher = Callable[[Device], bool]
+
+
+def class_matcher(classes: Iterable[Mapping[str, Any]], name: str) -> Matcher:
+    """Whether a device matches the DeviceClass `name`'s selectors (a CEL error or a
+    selector that cannot be compiled: CommandError; a device whose evaluation fails
+    does not match, as the scheduler would not allocate it)."""
+    for device_class in classes:
+        if (device_class.get("metadata") or {}).get("name") == name:
+            return _matcher(device_class)
+    raise CommandError(f"deviceclass {name!r} not found")
+
+
+def class_matchers(classes: Iterable[Mapping[str, Any]]) -> dict[str, Matcher]:
+    """Every DeviceClass by name; one whose selectors cannot be compiled matches nothing."""
+    found: dict[str, Matcher] = {}
+    for device_class in classes:
+        name = str((device_class.get("metadata") or {}).get("name", ""))
+        try:
+            found[name] = _matcher(device_class)
+        except CommandError:
+            found[name] = lambda device: False
+    return found
+
+
+def _matcher(device_class: Mapping[str, Any]) -> Matcher:
+    try:
+        from simdra._driver.testing.allocation.cel import (
+            DeviceView,
+            SelectorError,
+            UnsupportedExpression,
+            compile_selector,
+        )
+    except ImportError as err:  # cel-python missing: simdra[demo] not installed
+        raise CommandError(f"DeviceClass selectors need simdra[demo] installed ({err})") from None
+    name = (device_class.get("metadata") or {}).get("name", "")
+    expressions = [str((s.get("cel") or {}).get("expression", ""))
+                   for s in (device_class.get("spec") or {}).get("selectors") or []]
+    try:
+        selectors = [compile_selector(e) for e in expressions]
+    except UnsupportedExpression as err:
+        raise CommandError(f"deviceclass {name}: {err}") from None
+
+    def matches(device: Device) -> bool:
+        try:
+            view = DeviceView.of(device.driver, device.spec)
+            return all(s.matches(view) for s in selectors)
+        except SelectorError:
+            return False
+
+    return matches

@@ -1,0 +1,103 @@
+"""The cluster read into one `Snapshot`: one paged LIST per resource kind, the kinds
+listed side by side, never a request per device, node or pod."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from simdra._driver.kubeapi.client import RestClient
+
+JSON = dict[str, Any]
+RESOURCE_API = "/apis/resource.k8s.io/v1"
+# kind -> (path of the cluster-wide list, the resource as RBAC names it)
+PATHS: dict[str, tuple[str, str]] = {
+    "slices": (f"{RESOURCE_API}/resourceslices", "resourceslices.resource.k8s.io"),
+    "claims": (f"{RESOURCE_API}/resourceclaims", "resourceclaims.resource.k8s.io"),
+    "classes": (f"{RESOURCE_API}/deviceclasses", "deviceclasses.resource.k8s.io"),
+    "pods": ("/api/v1/pods", "pods"),
+    "nodes": ("/api/v1/nodes", "nodes"),
+}
+PAGE = 500  # items per page of a LIST, as kubectl pages
+LIST_TIMEOUT = (10.0, 120.0)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the cluster held, kind by kind (a kind not asked for is empty)."""
+
+    slices: list[JSON] = field(default_factory=list)
+    claims: list[JSON] = field(default_factory=list)
+    classes: list[JSON] = field(default_factory=list)
+    pods: list[JSON] = field(default_factory=list)
+    nodes: list[JSON] = field(default_factory=list)
+
+
+class ListFailed(Exception):
+    """A LIST failed; `verb`/`resource` say what was asked, `cause` is the error."""
+
+    def __init__(self, verb: str, resource: str, path: str, cause: BaseException) -> None:
+        super().__init__(f"{verb} {resource}: {cause}")
+        self.verb = verb
+        self.resource = resource
+        self.path = path
+        self.cause = cause
+
+
+def gather(client: RestClient, kinds: Iterable[str]) -> Snapshot:
+    """The snapshot of `kinds` (names of PATHS), their LISTs made side by side."""
+    wanted = sorted(set(kinds))
+    unknown = [k for k in wanted if k not in PATHS]
+    if unknown:
+        raise ValueError(f"unknown kinds {unknown}")
+    with ThreadPoolExecutor(max_workers=max(1, len(wanted))) as pool:
+        lists = dict(zip(wanted, pool.map(lambda k: list_all(client, k), wanted), strict=True))
+    return Snapshot(**lists)
+
+
+def list_all(client: RestClient, kind: str) -> list[JSON]:
+    """Every object of `kind`, page by page; ListFailed on an error."""
+    path, resource = PATHS[kind]
+    items: list[JSON] = []
+    token = ""
+    while True:
+        query: dict[str, str | int | bool] = {"limit": PAGE}
+        if token:
+            query["continue"] = token
+        try:
+            answer = client.request("GET", path, query=query, timeout=LIST_TIMEOUT)
+        except Exception as err:  # turned into one line by connect.error_line
+            raise ListFailed("list", resource, path, err) from err
+        items.extend(answer.get("items") or [])
+        token = (answer.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items
+
+
+def get_object(client: RestClient, kind: str, namespace: str, name: str) -> JSON | None:
+    """One namespaced object of `kind` ("pods", "claims"), None when not found."""
+    from simdra._driver.kubeapi.errors import ApiStatusError
+
+    base, resource = PATHS[kind]
+    api, _, plural = base.rpartition("/")
+    path = f"{api}/namespaces/{namespace}/{plural}/{name}"
+    try:
+        found: JSON = client.request("GET", path)
+    except ApiStatusError as err:
+        if err.status == 404 and _object_missing(err):
+            return None
+        raise ListFailed("get", resource, path, err) from err
+    except Exception as err:
+        raise ListFailed("get", resource, path, err) from err
+    return found
+
+
+def _object_missing(err: Exception) -> bool:
+    """A 404 for the object (a Status naming it), not for the API group."""
+    from simdra._driver.kubeapi.errors import ApiStatusError
+
+    assert isinstance(err, ApiStatusError)
+    _, reason, message = err.parts()
+    return reason == "NotFound" and "could not find the requested resource" not in message
