@@ -101,7 +101,7 @@ def test_sysfs_selectors_are_normalised_from_flags_and_environment(monkeypatch) 
 
     seen = []
     monkeypatch.setattr(simdra._driver.startup, "run_plugin",
-                        lambda config: seen.append(config) or 0)
+                        lambda config, catalog: seen.append(config) or 0)
     monkeypatch.setenv("SYSFS_DENY", "vendor:10DE")
 
     assert main(["run", "--node-name", "n", "--sysfs-allow", " pci:3B:00.0, iface:eth1 "]) == 0

@@ -16,7 +16,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list:
         monkeypatch.delenv(name, raising=False)
     seen: list = []
     monkeypatch.setattr(simdra._driver.startup, "run_plugin",
-                        lambda config: seen.append(config) or 0)
+                        lambda config, catalog: seen.append(config) or 0)
     return seen
 
 

@@ -574,6 +574,6 @@ def test_the_guide_names_no_private_module_for_an_author_to_import() -> None:
                     if b.source[0].startswith("docs/examples/")]
 
     assert "simdra/_driver/devices/examples" not in text
-    assert "`driver` is private" in " ".join(text.split())
+    assert "`simdra._driver` is private" in " ".join(text.split())
     assert not any(re.search(r"^\s*(from|import) driver\b", code, re.M)
                    for code in example_code)

@@ -7,6 +7,7 @@ hack/test.sh does in the repository.
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,14 @@ def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     # The runtime path importing the harness.
     ("harness", "simdra._driver.slices.desired", "import simdra._driver.testing"),
     # The harness importing the command line above it.
-    ("harness-below-cli", "simdra._driver.testing.demo", "import simdra._driver.cli.usage"),
+    ("layers", "simdra._driver.testing.demo", "import simdra._driver.cli.usage"),
+    # A layer below the command line naming a built-in kind or simdra's catalog, instead
+    # of being handed them.
+    ("layers", "simdra._driver.plugin", "import simdra._driver.kinds.gpu"),
+    ("layers", "simdra._driver.devices.backend", "from simdra._driver import builtins"),
+    # The fleet reaching for a node's kubelet sockets.
+    ("fleet-without-a-node", "simdra._driver.fleet.run",
+     "from simdra._driver.kubelet import sockets"),
     # The device layer importing the kubelet layer above it (and its gRPC code).
     ("layers", "simdra._driver.devices.model", "from simdra._driver.kubelet import sockets"),
     # The ground floor importing anything of ours.
@@ -63,6 +71,7 @@ def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     ("kinds-on-public-api", "simdra._driver.kinds.nic", "from simdra._driver.claims import env"),
     # The internals importing the public face above them.
     ("public-face-on-top", "simdra._driver.devices.model", "import simdra.runtime"),
+    ("public-face-on-top", "simdra._driver.cli.run", "from simdra import testing"),
     # The API stand-in judging writes with the driver's own validators.
     ("own-rule-book", "simdra._driver.testing.apiserver.lifecycle",
      "from simdra._driver.core.validation import validate_slice"),
@@ -77,3 +86,34 @@ def test_a_wrong_import_breaks_its_contract(
     assert code != 0, output
     assert f"{_contract_names()[contract]} BROKEN" in output
     assert module in output  # the report names the importing module
+
+
+def _imports_of_simdra_itself(path: Path) -> list[str]:
+    """`import simdra` and `from simdra import ...` in one module (the root face)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "simdra"]
+        elif isinstance(node, ast.ImportFrom) and node.module == "simdra" and node.level == 0:
+            found += [f"from simdra import {a.name}" for a in node.names
+                      if a.name not in ("_driver",)]
+    return found
+
+
+def test_no_internal_module_imports_the_root_face() -> None:
+    """`simdra` re-exports the internals' names and runs the command line (`main`): an
+    internal module importing it would close a loop the contracts cannot see, as they
+    cannot name a package's root apart from its children."""
+    internals = sorted((ROOT / "simdra" / "_driver").rglob("*.py"))
+    found = {f"{p.relative_to(ROOT)}: {i}" for p in internals
+             for i in _imports_of_simdra_itself(p)}
+
+    assert len(internals) > 200 and found == set()
+
+
+def test_the_root_face_check_sees_each_form(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import simdra\nfrom simdra import DeviceKind\n"
+                      "from simdra import _driver\nimport simdra._driver.api\n")
+
+    assert _imports_of_simdra_itself(sample) == ["simdra", "from simdra import DeviceKind"]

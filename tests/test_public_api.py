@@ -88,11 +88,23 @@ def surface() -> dict[str, Entry]:
     entries: dict[str, Entry] = {}
     for module_name in MODULES:
         module = importlib.import_module(module_name)
-        for name in module.__all__:
+        for name in _names(module):
             qualified = f"{module_name}.{name}"
-            for entry in _entries(qualified, getattr(module, name)):
+            for entry in _entries(qualified, _attribute(module, name)):
                 entries[entry.name] = entry
     return entries
+
+
+def _names(module: types.ModuleType) -> list[str]:
+    """The module's public names: `__all__`, and those still offered while deprecated
+    (`__deprecated__`): both are promised until the release that removes them."""
+    return [*module.__all__, *getattr(module, "__deprecated__", ())]
+
+
+def _attribute(module: types.ModuleType, name: str) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return getattr(module, name)
 
 
 def _entries(qualified: str, obj: Any) -> Iterator[Entry]:
@@ -278,8 +290,8 @@ def test_the_shape_of_a_signature_is_what_callers_rely_on() -> None:
 def _public() -> Iterator[tuple[str, Any]]:
     for module_name in MODULES:
         module = importlib.import_module(module_name)
-        for name in module.__all__:
-            yield f"{module_name}.{name}", getattr(module, name)
+        for name in _names(module):
+            yield f"{module_name}.{name}", _attribute(module, name)
 
 
 def _own_doc(obj: Any) -> str:
@@ -293,15 +305,22 @@ def _own_doc(obj: Any) -> str:
     return inspect.cleandoc(doc)
 
 
+def _origin(module_name: str, name: str) -> str:
+    """The module that assigns `name`, following `from m import name` and `import *`."""
+    source = inspect.getsource(importlib.import_module(module_name))
+    imports = [node for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.ImportFrom) and node.module]
+    named = [n.module for n in imports if any(a.name == name for a in n.names)]
+    starred = [n.module for n in imports if any(a.name == "*" for a in n.names)]
+    following = next(iter(named or starred), None)
+    return module_name if following is None else _origin(following, name)
+
+
 def _value_doc(module_name: str, name: str) -> str:
     """What documents `name = ...` in the module the public module imports it from: the
     string literal after it (the attribute docstring convention) or the comment lines
     right above it."""
-    source = inspect.getsource(importlib.import_module(module_name))
-    origin = next((node.module for node in ast.walk(ast.parse(source))
-                   if isinstance(node, ast.ImportFrom) and node.module
-                   and any(a.name == name for a in node.names)), module_name)
-    source = inspect.getsource(importlib.import_module(origin))
+    source = inspect.getsource(importlib.import_module(_origin(module_name, name)))
     lines = source.splitlines()
     body = ast.parse(source).body
     for statement, following in itertools.pairwise([*body, None]):
@@ -316,6 +335,22 @@ def _value_doc(module_name: str, name: str) -> str:
                                     reversed(lines[:statement.lineno - 1]))
         return "\n".join(line.lstrip("# ") for line in reversed(list(above)))
     return ""
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_a_deprecated_name_still_works_warns_and_is_announced(module_name: str) -> None:
+    """A name leaves `__all__` for `__deprecated__` first: it still imports, with a
+    DeprecationWarning that names the release it goes in and what to use instead, and
+    the README's Compatibility section lists it."""
+    module = importlib.import_module(module_name)
+    readme = (REPO / "README.md").read_text().split("## Compatibility", 1)[1]
+    for name in getattr(module, "__deprecated__", ()):
+        assert name not in module.__all__
+        with pytest.warns(DeprecationWarning, match=r"goes in simdra \d+\.\d+.*instead: \S"):
+            getattr(module, name)
+        assert f"`{module_name}.{name}`" in readme or f"`{name}`" in readme, name
+    with pytest.raises(AttributeError):
+        module.no_such_name  # noqa: B018  (a misspelling is still an AttributeError)
 
 
 def test_every_public_name_has_a_docstring() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from simdra._driver.claims.preparer import Preparer
 from simdra._driver.cli.usage import usage_main
-from tests.claims.builders import DRIVER, ProfileCluster, request, wants, with_profile
+from tests.claims.builders import DRIVER, RULES, ProfileCluster, request, wants, with_profile
 
 
 def _snapshot(root):
@@ -28,7 +28,8 @@ def node(tmp_path):
         nics.allocate("watch", request("gpu", "gpu", adminAccess=True), namespace="ops"),
     ]
     data_dir = tmp_path / "plugins" / DRIVER  # where `simdra run` keeps it by default
-    preparer = Preparer(DRIVER, nics.source, lambda: nics.inventory, tmp_path / "cdi", data_dir)
+    preparer = Preparer(DRIVER, nics.source, lambda: nics.inventory, tmp_path / "cdi", data_dir,
+                        rules=RULES)
     assert all(not a.error for a in preparer.prepare(shared).values())
     parts = ProfileCluster("gpu-partitioned")
     small = parts.allocate("small", with_profile("gpu", "2g.20gb"))

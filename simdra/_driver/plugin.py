@@ -26,6 +26,7 @@ from simdra._driver.claims.rules import rules_for
 from simdra._driver.claims.status_worker import BackgroundStatusWriter, DeferredStatusWriter
 from simdra._driver.config import Config
 from simdra._driver.devices.backend import BackendContext, DeviceBackend
+from simdra._driver.devices.catalog import Catalog
 from simdra._driver.devices.faults import FaultFile, PrepareFaults, fault_file_path
 from simdra._driver.devices.kind_registry import KindSet
 from simdra._driver.devices.live import DeviceKey, LiveDevices, NodeView
@@ -49,16 +50,17 @@ SERIALIZE_LOCK_FILE = "serialize.lock"
 STATUS_RETRY_SECONDS = 10.0
 
 
-def make_backend(config: Config) -> tuple[DeviceBackend, KindSet]:
-    """The device backend `--device-backend` names (a registered name or
+def make_backend(config: Config, catalog: Catalog | None = None,
+                 ) -> tuple[DeviceBackend, KindSet]:
+    """The device backend `--device-backend` names (a name `catalog` knows or
     `package.module:Class`), constructed from a BackendContext (see
-    `simdra._driver.devices.loader`), and the kinds registered with it (`--kind` and its own)."""
+    `simdra._driver.devices.loader`), and the kinds registered with it: the catalog's,
+    `--kind`'s and the backend's own."""
     from simdra._driver.devices.kind_registry import plugin_kinds
-    from simdra._driver.devices.loader import load_backend_class
-    from simdra._driver.devices.registry import backend_spec
 
-    backend_class = load_backend_class(backend_spec(config.device_backend))
-    kinds = plugin_kinds(config.kinds, backend_class)
+    catalog = catalog or Catalog()
+    backend_class = catalog.backend_class(config.device_backend)
+    kinds = plugin_kinds(catalog.kinds, config.kinds, backend_class)
     factory: Callable[[BackendContext], DeviceBackend]  # the class, or its from_context
     factory = getattr(backend_class, "from_context", backend_class)
     return factory(BackendContext.from_config(config, kinds)), kinds

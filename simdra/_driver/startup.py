@@ -19,6 +19,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from simdra._driver.config import Config
+from simdra._driver.devices.catalog import Catalog
 from simdra._driver.kube import ApiClientLoader, ClusterConfigError, check_cluster_config
 from simdra._driver.kubelet.early import EarlyKubelet, serve_kubelet_early
 from simdra._driver.kubelet.sockets import dra_socket_path, registration_socket_path
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def run_plugin(config: Config) -> int:
-    """Run until SIGTERM or SIGINT; returns the process exit code.
+def run_plugin(config: Config, catalog: Catalog | None = None) -> int:
+    """Run until SIGTERM or SIGINT; returns the process exit code. `catalog`: the kinds
+    always registered and the backends known by name (the command line passes simdra's).
 
     Raises ClusterConfigError (a usage error: exit 2) when there is no usable cluster
     configuration: at once for what can be checked without the client, else as soon as
@@ -51,7 +53,7 @@ def run_plugin(config: Config) -> int:
     api = ApiClientLoader(config.kubeconfig, on_error=stop.set)
     try:
         early = _serve_kubelet(config)
-        plugin = _start_plugin(config, api, early)
+        plugin = _start_plugin(config, catalog or Catalog(), api, early)
     except Exception as err:  # one clear line instead of a traceback
         log.error("plugin failed to start: %s", err)
         return 1
@@ -74,13 +76,14 @@ def _serve_kubelet(config: Config) -> EarlyKubelet:
         count_calls=config.metrics_port >= 0)
 
 
-def _start_plugin(config: Config, api: ApiClientLoader, early: EarlyKubelet) -> Plugin:
+def _start_plugin(config: Config, catalog: Catalog, api: ApiClientLoader,
+                  early: EarlyKubelet) -> Plugin:
     """The plugin over the serving sockets; if it cannot start, the sockets are taken
     down (the kubelet deregisters it) and waiting calls fail with the reason."""
     try:
         from simdra._driver.plugin import Plugin, make_backend  # the heavy part, imported now
 
-        plugin = Plugin(config, api, make_backend(config), early)
+        plugin = Plugin(config, api, make_backend(config, catalog), early)
         if plugin.metrics is not None and early.calls is not None:
             # Before start(), which serves the metrics: the counts are there from the
             # first scrape, including the calls that came before the metrics existed.

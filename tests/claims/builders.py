@@ -8,10 +8,11 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.rules import ClaimRules, rules_for
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
-from simdra._driver.devices.kind_registry import builtin_kinds
 from simdra._driver.devices.model import Device, Inventory, Pool
 from simdra._driver.devices.profiles import profile_inventory
 from simdra._driver.slices.desired import desired_pool
@@ -24,6 +25,9 @@ from simdra._driver.testing.allocation.builders import (
 )
 from simdra._driver.testing.scheduler import allocate
 from tests.fixtures import cdi_schema, every_field
+
+# The rules of simdra's own kinds, as `simdra run` hands them down to its Preparer.
+RULES: ClaimRules = rules_for(builtin_kinds())
 
 DRIVER = "gpu.simdra.example.com"
 OTHER_DRIVER = "other.example.com"
@@ -228,7 +232,7 @@ class ProfileCluster:
     (fresh random shareIDs, consumedCapacity for every capacity) into a claim source."""
 
     def __init__(self, profile: str, count: int = 1) -> None:
-        self.inventory = profile_inventory(profile, DRIVER, NODE, count)
+        self.inventory = profile_inventory(profile, DRIVER, NODE, count, kinds=builtin_kinds())
         self.slices = profile_slices(self.inventory)
         self.classes = {
             name: device_class(name, DRIVER, selectors=(f'{ATTR}.type == "{name}"',))
@@ -270,15 +274,10 @@ class ProfileCluster:
         return self.allocated[ref.uid]["status"]["allocation"]["devices"]["results"]
 
     def preparer(self, tmp_path: Path, **kwargs: Any) -> Preparer:
-        """A (re)started preparer over `tmp_path`'s cdi and data directories."""
-        return Preparer(
-            DRIVER,
-            self.source,
-            lambda: self.inventory,
-            tmp_path / "cdi",
-            tmp_path / "data",
-            **kwargs,
-        )
+        """A (re)started preparer over `tmp_path`'s cdi and data directories, with the
+        rules of simdra's kinds unless `rules` is given."""
+        return Preparer(DRIVER, self.source, lambda: self.inventory, tmp_path / "cdi",
+                        tmp_path / "data", **{"rules": RULES, **kwargs})
 
 
 def request(name: str, device_class_name: str, **fields: Any) -> dict[str, Any]:

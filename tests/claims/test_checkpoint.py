@@ -11,6 +11,7 @@ from simdra._driver.claims.checkpoint import Checkpoint
 from simdra._driver.claims.plan import plan_prepare
 from simdra._driver.claims.record import to_payload
 from simdra._driver.claims.record_format import RECORD_KIND, record_checksum
+from tests.claims.builders import RULES
 
 from .builders import (
     DRIVER,
@@ -34,7 +35,7 @@ def _prepared(uid):
         result("gpus", "gpu-0"),
         result("net/sub", "nic-0", share=SHARE_1, consumed={"bandwidth": "1500m"}),
     ]
-    return plan_prepare(parse_claim(claim(uid, results), DRIVER), inventory(), DRIVER)
+    return plan_prepare(parse_claim(claim(uid, results), DRIVER), inventory(), DRIVER, rules=RULES)
 
 
 def test_every_change_shows_in_the_stamp_of_a_sibling_even_after_its_file_was_removed(tmp_path):
@@ -169,7 +170,7 @@ def test_round_trip_keeps_counters_attributes_and_config(tmp_path):
         config=[config_entry(nic_config(mtu=9000, rateLimit="500M"))],
     )
     raw = cluster.allocated[ref.uid]
-    prepared = plan_prepare(parse_claim(raw, DRIVER), cluster.inventory, DRIVER)
+    prepared = plan_prepare(parse_claim(raw, DRIVER), cluster.inventory, DRIVER, rules=RULES)
     Checkpoint(tmp_path).save(prepared)
     records, problems = Checkpoint(tmp_path).load_all()
     assert problems == [] and records == {ref.uid: prepared}

@@ -12,6 +12,7 @@ from simdra._driver.claims.record import from_payload, to_payload
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.devices.model import Device, Inventory, Pool
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, claim, result
 
@@ -44,7 +45,8 @@ def _inventory() -> Inventory:
 
 def _prepared(uid: str, *devices: str):  # type: ignore[no-untyped-def]
     results = [result(f"r{i}", d, pool="node-a") for i, d in enumerate(devices)]
-    return plan_prepare(parse_claim(claim(uid, results, name="job"), DRIVER), _inventory(), DRIVER)
+    return plan_prepare(parse_claim(claim(uid, results, name="job"), DRIVER), _inventory(), DRIVER,
+                        rules=RULES)
 
 
 def test_a_share_is_refused_next_to_a_partition_of_another_mode_with_one_line():
@@ -99,7 +101,8 @@ def test_a_record_without_groups_is_written_as_before():
 
 def test_prepare_answers_the_second_mode_with_one_line_naming_claim_devices_groups(tmp_path):
     source = StaticClaimSource()
-    preparer = Preparer(DRIVER, source, _inventory, tmp_path / "cdi", tmp_path / "data")
+    preparer = Preparer(DRIVER, source, _inventory, tmp_path / "cdi", tmp_path / "data",
+                        rules=RULES)
     refs = []
     for uid, device in ((A, "part-0"), (B, "share-0")):
         raw = claim(uid, [result("gpu", device, pool="node-a")], name=f"job-{device}")

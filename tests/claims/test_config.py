@@ -9,6 +9,7 @@ import pytest
 from simdra._driver.claims.allocation import parse_claim
 from simdra._driver.claims.errors import ClaimError
 from simdra._driver.claims.plan import plan_prepare
+from tests.claims.builders import RULES
 
 from .builders import (
     CONFIG_API,
@@ -34,7 +35,7 @@ CONFIG = "status.allocation.devices.config"
 def _plan(results, config):
     return plan_prepare(
         parse_claim(claim(UID, results, config=config), DRIVER), inventory(), DRIVER
-    )
+    , rules=RULES)
 
 
 def _env(planned, index=0):

@@ -17,6 +17,7 @@ from simdra._driver.claims.device_metadata import CONTAINER_DIR, HOST_SUBDIR, PO
 from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, SHARE_1, assert_valid_cdi_spec, claim, inventory, result
 
@@ -42,7 +43,7 @@ class Node:
 
     def preparer(self, *, metadata: bool = True) -> Preparer:
         return Preparer(DRIVER, self.source, lambda: inventory(gpus=2, nics=1), self.cdi,
-                        self.data, device_metadata=metadata)
+                        self.data, device_metadata=metadata, rules=RULES)
 
     def file(self, uid: str, request: str) -> Path:
         return self.data.resolve() / HOST_SUBDIR / uid / request / f"{DRIVER}-metadata.json"

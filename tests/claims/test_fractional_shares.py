@@ -13,16 +13,18 @@ from typing import Any
 import pytest
 
 from simdra import parse_quantity
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.core.validation import validate_device
 from simdra._driver.devices.profiles import profile_inventory
 from simdra._driver.devices.request_policy import NoFit, consumed_amount, consumed_text
+from tests.claims.builders import RULES
 
 DRIVER = "dra.example.com"
 NODE = "node-a"
-INVENTORY = profile_inventory("gpu-fractional", DRIVER, NODE, 1)
+INVENTORY = profile_inventory("gpu-fractional", DRIVER, NODE, 1, kinds=builtin_kinds())
 COMPUTE = INVENTORY.device(NODE, "gpu-0").spec["capacity"]["compute"]  # type: ignore[union-attr]
 
 
@@ -69,7 +71,8 @@ def _share(i: int) -> str:
 
 def test_shares_of_a_tenth_fill_one_gpu_exactly(tmp_path: Path):
     source = StaticClaimSource()
-    preparer = Preparer(DRIVER, source, lambda: INVENTORY, tmp_path / "cdi", tmp_path / "data")
+    preparer = Preparer(DRIVER, source, lambda: INVENTORY, tmp_path / "cdi", tmp_path / "data",
+                        rules=RULES)
     # 0.1 + 0.2 + ... in floats drifts past 1.0; in exact amounts ten tenths are one GPU.
     amounts = ["100m", "200m", "300m", "150m", "250m"]
     refs = []

@@ -9,6 +9,7 @@ from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.core.textlimits import ERROR_LIMIT
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, SHARE_1, claim, inventory, result
 
@@ -19,7 +20,8 @@ B = "bbbbbbbb-0000-4000-8000-000000000002"
 @pytest.fixture
 def node(tmp_path):
     source = StaticClaimSource()
-    preparer = Preparer(DRIVER, source, lambda: inventory(), tmp_path / "cdi", tmp_path / "data")
+    preparer = Preparer(DRIVER, source, lambda: inventory(), tmp_path / "cdi", tmp_path / "data",
+                        rules=RULES)
     return source, preparer, tmp_path
 
 

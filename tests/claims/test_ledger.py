@@ -6,6 +6,7 @@ from simdra._driver.claims.allocation import parse_claim
 from simdra._driver.claims.ledger import CapacityLedger
 from simdra._driver.claims.plan import plan_prepare
 from simdra._driver.devices.model import Device, Inventory, Pool
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, NIC_POOL, SHARE_1, SHARE_2, SHARE_3, claim, inventory, result
 
@@ -15,7 +16,8 @@ C = "cccccccc-0000-4000-8000-000000000003"
 
 
 def _prepared(uid, *results):
-    return plan_prepare(parse_claim(claim(uid, list(results)), DRIVER), inventory(), DRIVER)
+    return plan_prepare(parse_claim(claim(uid, list(results)), DRIVER), inventory(), DRIVER,
+                        rules=RULES)
 
 
 def _share(share, amount, request="net"):
@@ -96,7 +98,7 @@ def _counted_inventory():
 
 def _counted(uid, *results):
     parsed = parse_claim(claim(uid, list(results)), DRIVER)
-    return plan_prepare(parsed, _counted_inventory(), DRIVER)
+    return plan_prepare(parsed, _counted_inventory(), DRIVER, rules=RULES)
 
 
 def test_a_device_consumes_its_counters_once_however_many_shares_it_has():

@@ -16,6 +16,7 @@ from simdra._driver.claims.device_metadata import POD_CLAIM_ANNOTATION
 from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, claim, inventory, result
 
@@ -45,7 +46,7 @@ def test_a_rewrite_is_seen_through_the_mount_the_spec_makes(tmp_path):
 
     def preparer() -> Preparer:
         return Preparer(DRIVER, source, lambda: inventory(gpus=2, nics=1), cdi, data,
-                        device_metadata=True)
+                        device_metadata=True, rules=RULES)
 
     preparer().prepare([raw_ref(raw)])
     [spec] = cdi.glob(f"*{A}*.json")

@@ -11,6 +11,7 @@ from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.rules import ClaimRules
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.testing.apiserver import APIServer
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, ProfileCluster, wants
 
@@ -38,7 +39,7 @@ def test_the_claims_of_one_call_are_read_at_once(server, tmp_path):
     stall = server.stall("get", "resourceclaims", seconds=5, together=N)
     with server.rest_client() as api_client:
         preparer = Preparer(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
-                            tmp_path / "cdi", tmp_path / "data")
+                            tmp_path / "cdi", tmp_path / "data", rules=RULES)
         answers = preparer.prepare(refs)
     assert [answers[r.uid].error for r in refs] == [""] * N
     assert stall.max_in_flight == N

@@ -8,6 +8,7 @@ from simdra._driver.claims.allocation import parse_claim
 from simdra._driver.claims.errors import ClaimError
 from simdra._driver.claims.plan import plan_prepare
 from simdra._driver.devices.model import Device, Inventory, Pool
+from tests.claims.builders import RULES
 
 from .builders import (
     DRIVER,
@@ -30,7 +31,7 @@ KIND = f"k8s.{DRIVER}/device"
 def _plan(results, inv=None, **kwargs):
     return plan_prepare(
         parse_claim(claim(UID, results, **kwargs), DRIVER), inv or inventory(), DRIVER
-    )
+    , rules=RULES)
 
 
 def _env(unit):
@@ -197,7 +198,7 @@ def test_env_of_all_devices_one_container_may_get_never_collides():
         ),
         inventory(),
         DRIVER,
-    )
+     rules=RULES)
     container_env = [e for p in (first, second) for u in p.units for e in u.env]
     names = [e.split("=", 1)[0] for e in container_env]
     assert len(names) == len(set(names))

@@ -19,6 +19,7 @@ from simdra._driver.claims.rules import ClaimRules
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.kubelet.serialize import CallSerializer
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, GPU_POOL, claim, inventory, result
 
@@ -68,7 +69,7 @@ class Node:
 
     def instance(self, serialize):
         return Preparer(DRIVER, self.source, lambda: self.inventory, self.cdi, self.data,
-                        serialize=serialize)
+                        serialize=serialize, rules=RULES)
 
     def add(self, uid, *results):
         raw = claim(uid, list(results))

@@ -15,6 +15,7 @@ from simdra._driver.claims.checkpoint import Checkpoint
 from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
+from tests.claims.builders import RULES
 
 from .builders import (
     DRIVER,
@@ -190,7 +191,7 @@ def test_api_errors_become_per_claim_errors_naming_the_step(node):
         def get(self, namespace, name):
             raise ConnectionError("api server unreachable")
 
-    preparer = Preparer(DRIVER, Down(), lambda: node.inventory, node.cdi, node.data)
+    preparer = Preparer(DRIVER, Down(), lambda: node.inventory, node.cdi, node.data, rules=RULES)
     error = preparer.prepare([ClaimRef("ns", "c", A)])[A].error
     assert (
         error == f"claim ns/c (uid {A}): step fetch claim: ConnectionError: api server unreachable"

@@ -36,6 +36,7 @@ from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.kubelet.pod_resources import PodResourcesUsage
 from simdra._driver.testing.pod_resources import PLUGIN_POD, ClaimUse, PodClaims, PodResourcesServer
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, GPU_POOL, OTHER_DRIVER, claim, inventory, result
 
@@ -78,7 +79,7 @@ class Node:
         self.cdi = tmp_path / "cdi"
         self.data = tmp_path / "data"
         self.preparer = Preparer(DRIVER, self.source, lambda: inventory(gpus=gpus, nics=0),
-                                 self.cdi, self.data)
+                                 self.cdi, self.data, rules=RULES)
         self.seen = Recorder()
         self.mono = 1000.0
         self.reconciler = ClaimReconciler(

@@ -21,6 +21,7 @@ from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.record import to_payload
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, SHARE_1, claim, inventory, result
 
@@ -51,7 +52,8 @@ class Node:
         return ClaimRef("default", raw["metadata"]["name"], uid)
 
     def preparer(self) -> Preparer:
-        return Preparer(DRIVER, self.source, lambda: inventory(gpus=2, nics=1), self.cdi, self.data)
+        return Preparer(DRIVER, self.source, lambda: inventory(gpus=2, nics=1), self.cdi, self.data,
+                        rules=RULES)
 
 
 def _loaded(tmp_path: Path, fixture: str):

@@ -15,6 +15,7 @@ from simdra._driver.claims.record_format import record_checksum
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.cli.usage import usage_main
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, ProfileCluster, claim, inventory, result, with_profile
 
@@ -37,7 +38,8 @@ class Node:
         return ClaimRef("default", raw["metadata"]["name"], uid)
 
     def preparer(self):
-        return Preparer(DRIVER, self.source, lambda: self.inventory, self.cdi, self.data)
+        return Preparer(DRIVER, self.source, lambda: self.inventory, self.cdi, self.data,
+                        rules=RULES)
 
     def record(self, uid):
         return self.data / "claims" / f"{uid}.json"

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.claims.allocation import parse_claim
 from simdra._driver.claims.ledger import CapacityLedger
 from simdra._driver.claims.plan import plan_prepare
@@ -18,6 +19,7 @@ from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.devices.profiles import profile_inventory
+from tests.claims.builders import RULES
 
 DRIVER = "dra.example.com"
 NODE = "node-a"
@@ -54,10 +56,11 @@ def scans(monkeypatch):
 
 
 def test_calls_never_list_the_records_once_started(tmp_path, scans):
-    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    inventory = profile_inventory("nic", DRIVER, NODE, 2, kinds=builtin_kinds())
     source = StaticClaimSource()
     refs = [_share(source, i, f"nic-{i % 2}") for i in range(60)]
-    preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data")
+    preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data",
+                        rules=RULES)
     assert all(not a.error for a in preparer.prepare(refs[:50]).values())
     scans.clear()
 
@@ -73,7 +76,7 @@ def test_calls_never_list_the_records_once_started(tmp_path, scans):
 def test_a_sibling_that_dies_mid_change_is_still_seen(tmp_path):
     """Two instances of a rolling update share the directories and the lock; the one
     that dies after writing a record but before its CDI spec must not be missed."""
-    inventory = profile_inventory("gpu", DRIVER, NODE, 1)
+    inventory = profile_inventory("gpu", DRIVER, NODE, 1, kinds=builtin_kinds())
     source = StaticClaimSource()
     refs = []
     for name in ("first", "second"):
@@ -105,7 +108,7 @@ def _claims(count, seed):
     """Claims over a node with partitionable GPUs (the whole GPU is exclusive) and shared
     NICs."""
     rng = random.Random(seed)
-    inventory = profile_inventory("gpu-partitioned,nic", DRIVER, NODE, 2)
+    inventory = profile_inventory("gpu-partitioned,nic", DRIVER, NODE, 2, kinds=builtin_kinds())
     devices = [d.name for d in inventory.pools[0].devices]
     claims = []
     for i in range(count):
@@ -118,7 +121,7 @@ def _claims(count, seed):
         raw = {"metadata": {"namespace": "default", "name": f"c-{i}", "uid": str(uuid.uuid4())},
                "status": {"allocation": {"devices": {"results": [result], "config": []}}}}
         try:
-            claims.append(plan_prepare(parse_claim(raw, DRIVER), inventory, DRIVER))
+            claims.append(plan_prepare(parse_claim(raw, DRIVER), inventory, DRIVER, rules=RULES))
         except Exception:  # a combination the inventory refuses: not a ledger matter
             continue
     return claims
@@ -178,12 +181,12 @@ class _HeldLock:
 def _concurrent_prepares(tmp_path, monkeypatch, count, fault=None):
     from simdra._driver import atomicfile
 
-    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    inventory = profile_inventory("nic", DRIVER, NODE, 2, kinds=builtin_kinds())
     source = StaticClaimSource()
     refs = [_share(source, i, f"nic-{i % 2}") for i in range(count)]
     held = _HeldLock()
     preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data",
-                        serialize=held, fault=fault)
+                        serialize=held, fault=fault, rules=RULES)
     events = []
     real_fsync, real_replace, real_file_fsync = atomicfile.fsync_dir, os.replace, os.fsync
 
@@ -259,9 +262,10 @@ def test_a_crash_in_the_middle_of_a_batch_converges_after_restart(tmp_path, monk
         tmp_path, monkeypatch, 10, fault=crash_at_third_spec)
     assert len(errors) == 9 and all(isinstance(e, Crash) for e in errors)
     monkeypatch.undo()
-    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    inventory = profile_inventory("nic", DRIVER, NODE, 2, kinds=builtin_kinds())
     source = StaticClaimSource()
-    restarted = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data")
+    restarted = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data",
+                         rules=RULES)
     records = {p.stem for p in (tmp_path / "data" / "claims").glob("*.json")}
     spec_uids = {p.name.split("_", 1)[1][:-5] for p in (tmp_path / "cdi").iterdir()}
     assert records == spec_uids == {r.uid for r in refs}  # every record got its spec back
@@ -273,10 +277,10 @@ def test_concurrent_unprepares_share_their_directory_fsyncs(tmp_path, monkeypatc
 
     refs, _answers, _errors, _ = _concurrent_prepares(tmp_path, monkeypatch, 6)
     monkeypatch.undo()
-    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    inventory = profile_inventory("nic", DRIVER, NODE, 2, kinds=builtin_kinds())
     held = _HeldLock()
     preparer = Preparer(DRIVER, StaticClaimSource(), lambda: inventory, tmp_path / "cdi",
-                        tmp_path / "data", serialize=held)
+                        tmp_path / "data", serialize=held, rules=RULES)
     fsyncs = []
     real = atomicfile.fsync_dir
     monkeypatch.setattr(atomicfile, "fsync_dir",
@@ -304,10 +308,11 @@ def test_concurrent_unprepares_share_their_directory_fsyncs(tmp_path, monkeypatc
 def test_calls_that_change_nothing_sync_nothing(tmp_path, monkeypatch):
     from simdra._driver import atomicfile
 
-    inventory = profile_inventory("nic", DRIVER, NODE, 2)
+    inventory = profile_inventory("nic", DRIVER, NODE, 2, kinds=builtin_kinds())
     source = StaticClaimSource()
     refs = [_share(source, i, f"nic-{i % 2}") for i in range(5)]
-    preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data")
+    preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data",
+                        rules=RULES)
     assert all(not a.error for a in preparer.prepare(refs).values())
     syncs = []
     real_fsync, real_dir = os.fsync, atomicfile.fsync_dir

@@ -22,6 +22,7 @@ from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.kubelet import state_check
 from simdra._driver.kubelet.state_check import StateError, check_state
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, claim, inventory, result
 
@@ -49,7 +50,7 @@ class Node:
 
     def preparer(self, *, metadata: bool = True) -> Preparer:
         return Preparer(DRIVER, self.source, lambda: inventory(gpus=2, nics=1), self.cdi,
-                        self.data, device_metadata=metadata)
+                        self.data, device_metadata=metadata, rules=RULES)
 
     @property
     def root(self) -> Path:

@@ -20,6 +20,7 @@ from simdra._driver.claims.status import (
 )
 from simdra._driver.claims.status_worker import BackgroundStatusWriter
 from simdra._driver.testing.apiserver import APIServer
+from tests.claims.builders import RULES
 
 from .builders import DRIVER, OTHER_DRIVER, ProfileCluster, request, wants
 
@@ -43,7 +44,7 @@ OTHER_ENTRY = {
 
 def _prepared(cluster, ref):
     raw = cluster.allocated[ref.uid]
-    return plan_prepare(parse_claim(raw, DRIVER, ref), cluster.inventory, DRIVER)
+    return plan_prepare(parse_claim(raw, DRIVER, ref), cluster.inventory, DRIVER, rules=RULES)
 
 
 @pytest.fixture
@@ -135,7 +136,7 @@ def _node(server, cluster, tmp_path):
         tmp_path / "cdi",
         tmp_path / "data",
         status_writer=writer,
-    )
+     rules=RULES)
     return preparer, writer, api_client
 
 

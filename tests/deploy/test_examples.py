@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.core.quantity import parse_quantity
 from simdra._driver.core.validation import validate_slice
 from simdra._driver.devices.backend import FakeBackend
-from simdra._driver.devices.kind_registry import builtin_kinds
 from simdra._driver.devices.model import Inventory
 from simdra._driver.devices.standard_attributes import scalar_attributes
 from simdra._driver.slices.desired import desired_pools
@@ -66,7 +66,8 @@ def overlay_inventory(objects: list[JSON], scratch: Path) -> tuple[str, Inventor
         file.write_text(data[Path(profile).name])
         profile = str(file)
     driver = env["DRIVER_NAME"]
-    backend = FakeBackend(profile, driver, NODE, int(env.get("NUM_DEVICES", "8")))
+    backend = FakeBackend(profile, driver, NODE, int(env.get("NUM_DEVICES", "8")),
+                          kinds=builtin_kinds())
     # As the plugin publishes it: lists folded to their first item without LIST_ATTRIBUTES.
     if env.get("LIST_ATTRIBUTES", "false") == "true":
         return driver, backend.discover()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.devices.device_classes import device_classes, helm_classes
-from simdra._driver.devices.kind_registry import builtin_kinds
 
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "hack" / "gen_deviceclasses.py"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.devices.model import Device, Inventory, Pool, compact
 from simdra._driver.devices.profiles import profile_inventory
 
 
 def test_nics_share_their_capacity_and_type_but_publish_the_same_specs() -> None:
-    inventory = profile_inventory("nic", "dra.example.com", "node-1", 3)
+    inventory = profile_inventory("nic", "dra.example.com", "node-1", 3, kinds=builtin_kinds())
     compacted = compact(inventory)
     assert compacted == inventory
     specs = [d.spec for _, d in compacted.devices()]
@@ -30,7 +31,8 @@ def test_values_equal_in_python_but_of_other_json_types_stay_apart() -> None:
 
 
 def test_a_copy_changed_by_one_reader_leaves_the_other_devices_alone() -> None:
-    compacted = compact(profile_inventory("nic", "dra.example.com", "node-1", 2))
+    compacted = compact(profile_inventory("nic", "dra.example.com", "node-1", 2,
+                                          kinds=builtin_kinds()))
     first, second = (d for _, d in compacted.devices())
     changed = first.to_json()
     changed["capacity"]["bandwidth"]["value"] = "1G"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from simdra import NUMA_NODE, Device
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.core.validation import validate_device
 from simdra._driver.devices.profiles import profile_inventory
 from simdra._driver.kinds.sysfs import SysfsBackend
@@ -25,7 +26,7 @@ def _by_name(devices: list[Device]) -> dict[str, Device]:
 
 
 def test_fake_profile_offers_one_shared_device_per_numa_node() -> None:
-    inventory = profile_inventory("cpu", DRIVER, NODE, 2)
+    inventory = profile_inventory("cpu", DRIVER, NODE, 2, kinds=builtin_kinds())
     found = _by_name([d for _, d in inventory.devices()])
 
     assert sorted(found) == ["cpu-0", "cpu-1"]
@@ -39,14 +40,14 @@ def test_fake_profile_offers_one_shared_device_per_numa_node() -> None:
 
 
 def test_a_claim_gets_one_cpu_unless_it_asks_for_more_whole_cpus() -> None:
-    (_, device), *_ = profile_inventory("cpu", DRIVER, NODE, 1).devices()
+    (_, device), *_ = profile_inventory("cpu", DRIVER, NODE, 1, kinds=builtin_kinds()).devices()
 
     policy = device.spec["capacity"]["cpus"]["requestPolicy"]
     assert policy == {"default": "1", "validRange": {"min": "1", "step": "1"}}
 
 
 def test_cpu_numa_nodes_align_with_the_simulated_gpus() -> None:
-    inventory = profile_inventory("gpu,cpu", DRIVER, NODE, 2)
+    inventory = profile_inventory("gpu,cpu", DRIVER, NODE, 2, kinds=builtin_kinds())
     found = _by_name([d for _, d in inventory.devices()])
 
     assert found["gpu-1"].attribute(NUMA_NODE) == found["cpu-1"].attribute(NUMA_NODE) == 1

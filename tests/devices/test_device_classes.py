@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simdra._driver.builtins import BUILTIN, builtin_kinds
 from simdra._driver.cli import main
 from simdra._driver.devices.device_classes import (
     device_classes,
@@ -19,7 +20,7 @@ from simdra._driver.devices.device_classes import (
     helm_classes,
     helm_classes_yaml,
 )
-from simdra._driver.devices.kind_registry import KindSet, builtin_kinds, load_kinds
+from simdra._driver.devices.kind_registry import KindSet, load_kinds
 from simdra._driver.testing.allocation.cel import DeviceView, compile_selector
 from tests.devices.kind_modules import CRYPTO, write_module
 
@@ -43,7 +44,7 @@ def _device(name: str, device_type: str, **attributes: str) -> dict:
 
 
 def test_one_class_per_registered_kind_named_kind_dot_driver(crypto):
-    kinds = load_kinds([crypto])
+    kinds = load_kinds(BUILTIN.kinds, [crypto])
 
     classes = device_classes(kinds, DRIVER)
 
@@ -55,7 +56,7 @@ def test_one_class_per_registered_kind_named_kind_dot_driver(crypto):
 
 
 def test_a_class_selects_the_drivers_devices_of_its_kind_and_its_condition(crypto):
-    (crypto_class,) = [c for c in device_classes(load_kinds([crypto]), DRIVER)
+    (crypto_class,) = [c for c in device_classes(load_kinds(BUILTIN.kinds, [crypto]), DRIVER)
                        if c["metadata"]["name"] == f"crypto.{DRIVER}"]
     (selector,) = crypto_class["spec"]["selectors"]
     expression = selector["cel"]["expression"]
@@ -74,7 +75,7 @@ def test_a_class_selects_the_drivers_devices_of_its_kind_and_its_condition(crypt
 
 
 def test_the_yaml_is_the_classes_with_a_generated_header(crypto):
-    kinds = load_kinds([crypto])
+    kinds = load_kinds(BUILTIN.kinds, [crypto])
 
     text = device_classes_yaml(kinds, DRIVER, "simdra deviceclasses --kind x:Y")
 
@@ -119,7 +120,7 @@ def test_simdra_deviceclasses_prints_the_classes_of_the_kinds_it_is_given(crypto
 
     printed = capsys.readouterr().out
     # Only the named kind's class: simdra's own are deployed by simdra, not by this driver.
-    [crypto_class] = [c for c in device_classes(load_kinds([crypto]), DRIVER)
+    [crypto_class] = [c for c in device_classes(load_kinds(BUILTIN.kinds, [crypto]), DRIVER)
                       if c["metadata"]["name"] == f"crypto.{DRIVER}"]
     assert list(yaml.safe_load_all(printed)) == [crypto_class]
     assert f"#   simdra deviceclasses --driver-name {DRIVER} --kind {crypto}\n" in printed

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.devices.backend import FakeBackend
 from simdra._driver.devices.inventory_file import InventoryFileError, load_inventory_file
 
@@ -39,7 +40,7 @@ def test_devices_are_kept_exactly_as_written(tmp_path: Path) -> None:
 def test_node_placeholder_makes_pool_names_unique_per_node(tmp_path: Path) -> None:
     path = _write(tmp_path, {"pools": [{"name": "{node}-nics", "devices": [NIC]}]})
 
-    backend = FakeBackend(str(path), "dra.example.com", "worker-7", 8)
+    backend = FakeBackend(str(path), "dra.example.com", "worker-7", 8, kinds=builtin_kinds())
 
     assert [p.name for p in backend.discover().pools] == ["worker-7-nics"]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from simdra._driver.builtins import BUILTIN, builtin_kinds
 from simdra._driver.cli import main
 from simdra._driver.devices.kind_registry import (
     KindRegistrationError,
-    builtin_kinds,
     kind_spec,
     load_kinds,
 )
@@ -174,7 +174,7 @@ def test_kinds_that_cannot_be_registered_are_one_line_naming_both_sides(module, 
     specs, expected = (_filled(texts, module) for texts in CASES[case])
 
     with pytest.raises(KindRegistrationError) as raised:
-        load_kinds(specs)
+        load_kinds(BUILTIN.kinds, specs)
 
     message = str(raised.value)
     assert "\n" not in message
@@ -217,7 +217,7 @@ def test_a_kind_module_that_fails_to_import_is_named_with_why(tmp_path, monkeypa
     name = write_module(tmp_path, source)
 
     with pytest.raises(KindRegistrationError) as raised:
-        load_kinds([f"{name}:CryptoKind"])
+        load_kinds(BUILTIN.kinds, [f"{name}:CryptoKind"])
 
     message = str(raised.value)
     assert message.startswith(f"kind '{name}:CryptoKind': {expected.format(m=name)}")
@@ -227,15 +227,16 @@ def test_a_kind_module_that_fails_to_import_is_named_with_why(tmp_path, monkeypa
 
 def test_nothing_is_half_registered(module):
     with pytest.raises(KindRegistrationError):
-        load_kinds([f"{module}:CryptoKind", f"{module}:Twin"])
+        load_kinds(BUILTIN.kinds, [f"{module}:CryptoKind", f"{module}:Twin"])
 
     # The failed registration left nothing behind: each load starts from simdra's kinds.
-    assert load_kinds([f"{module}:CryptoKind"]).names() == (*builtin_kinds().names(), "crypto")
+    loaded = load_kinds(BUILTIN.kinds, [f"{module}:CryptoKind"])
+    assert loaded.names() == (*builtin_kinds().names(), "crypto")
     assert "crypto" not in builtin_kinds().names()
 
 
 def test_the_same_class_named_twice_registers_once(module):
-    kinds = load_kinds([f"{module}:CryptoKind", f" {module}:CryptoKind "])
+    kinds = load_kinds(BUILTIN.kinds, [f"{module}:CryptoKind", f" {module}:CryptoKind "])
 
     assert kinds.names().count("crypto") == 1
 

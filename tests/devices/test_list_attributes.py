@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from simdra import NUMA_NODE, numa_span_attributes, scalar_attributes
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.rules import rules_for
 from simdra._driver.claims.source import StaticClaimSource
@@ -19,7 +20,6 @@ from simdra._driver.cli import _parser
 from simdra._driver.cli.run import config_from_args
 from simdra._driver.core.validation import validate_device
 from simdra._driver.devices.backend import FakeBackend
-from simdra._driver.devices.kind_registry import builtin_kinds
 from simdra._driver.devices.live import LiveDevices
 from simdra._driver.devices.model import Device, Inventory, Pool
 from simdra._driver.devices.profiles import profile_inventory
@@ -30,7 +30,7 @@ CLAIM_UID = "aaaaaaaa-0000-4000-8000-000000000001"
 
 
 def _nics(count: int = 4) -> dict[str, Device]:
-    inventory = profile_inventory("gpu,nic-multi-numa", DRIVER, NODE, count)
+    inventory = profile_inventory("gpu,nic-multi-numa", DRIVER, NODE, count, kinds=builtin_kinds())
     return {d.name: d for _, d in inventory.devices() if d.name.startswith("nic-")}
 
 
@@ -49,7 +49,7 @@ def test_one_node_is_a_plain_int_and_no_affinity_is_no_attribute():
 
 
 def test_without_the_gate_lists_fold_to_their_first_item_and_nothing_else_changes():
-    inventory = profile_inventory("gpu,nic-multi-numa", DRIVER, NODE, 2)
+    inventory = profile_inventory("gpu,nic-multi-numa", DRIVER, NODE, 2, kinds=builtin_kinds())
 
     folded = {d.name: d for _, d in scalar_attributes(inventory).devices()}
 
@@ -64,7 +64,7 @@ def test_without_the_gate_lists_fold_to_their_first_item_and_nothing_else_change
 def test_the_flag_decides_what_the_plugin_publishes(flag, expected):
     argv = ["run", "--node-name", NODE] + (["--list-attributes", flag] if flag else [])
     config = config_from_args(_parser("run").parse_args(argv))
-    backend = FakeBackend("nic-multi-numa", DRIVER, NODE, 2)
+    backend = FakeBackend("nic-multi-numa", DRIVER, NODE, 2, kinds=builtin_kinds())
 
     live = LiveDevices(backend, DRIVER, on_change=lambda view: None,
                        shape=None if config.list_attributes else scalar_attributes)
@@ -84,7 +84,7 @@ def test_the_container_learns_every_node_the_device_is_near(tmp_path: Path):
              "shareID": "11111111-2222-4333-8444-555555555555",
              "consumedCapacity": {"bandwidth": "1M"}}], "config": []}}},
     })
-    inventory = profile_inventory("nic-multi-numa", DRIVER, NODE, 2)
+    inventory = profile_inventory("nic-multi-numa", DRIVER, NODE, 2, kinds=builtin_kinds())
     preparer = Preparer(DRIVER, source, lambda: inventory, tmp_path / "cdi", tmp_path / "data",
                         rules=rules_for(builtin_kinds()))
 
@@ -100,7 +100,8 @@ def test_the_container_learns_every_node_the_device_is_near(tmp_path: Path):
 def test_a_device_reads_list_and_scalar_attributes_alike():
     nic = _nics()["nic-1"]
     folded = {d.name: d for _, d in scalar_attributes(
-        profile_inventory("nic-multi-numa", DRIVER, NODE, 2)).devices()}["nic-1"]
+        profile_inventory("nic-multi-numa", DRIVER, NODE, 2, kinds=builtin_kinds())
+    ).devices()}["nic-1"]
 
     assert nic.attribute_values(NUMA_NODE) == [2, 3]
     assert folded.attribute_values(NUMA_NODE) == [2]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.devices.backend import FakeBackend
 from simdra._driver.devices.live import LiveDevices, NodeView
 
@@ -36,7 +37,7 @@ def inventory_file(tmp_path: Path) -> Path:
 
 
 def live_devices(path: Path, on_change, **options) -> LiveDevices:
-    backend = FakeBackend(str(path), DRIVER, NODE, 0)
+    backend = FakeBackend(str(path), DRIVER, NODE, 0, kinds=builtin_kinds())
     # A long interval: only file changes trigger a rescan.
     return LiveDevices(backend, DRIVER, on_change=on_change, watched_file=path,
                        rescan_interval=3600, **options)

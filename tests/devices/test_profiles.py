@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.core.quantity import parse_quantity
 from simdra._driver.core.validation import MAX_CONSUMES_COUNTERS, validate_slice_spec
 from simdra._driver.devices.backend import FakeBackend
-from simdra._driver.devices.kind_registry import builtin_kinds
 from simdra._driver.devices.profiles import profile_inventory
 from simdra._driver.devices.request_policy import consumed_amount
 from simdra._driver.kinds.gpu import PARTITION_SHAPES
@@ -20,7 +20,7 @@ GI = 2**30
 
 
 def _pool(profile: str, count: int = 2):
-    (pool,) = profile_inventory(profile, DRIVER, NODE, count).pools
+    (pool,) = profile_inventory(profile, DRIVER, NODE, count, kinds=builtin_kinds()).pools
     return pool
 
 
@@ -101,9 +101,9 @@ def _consumed(device):
 
 
 def test_device_identities_are_stable_per_node_and_unique_across_nodes():
-    first = profile_inventory("gpu-partitioned,nic", DRIVER, NODE, 1)
-    again = profile_inventory("gpu-partitioned,nic", DRIVER, NODE, 1)
-    other = profile_inventory("gpu-partitioned,nic", DRIVER, "node-b", 1)
+    first = profile_inventory("gpu-partitioned,nic", DRIVER, NODE, 1, kinds=builtin_kinds())
+    again = profile_inventory("gpu-partitioned,nic", DRIVER, NODE, 1, kinds=builtin_kinds())
+    other = profile_inventory("gpu-partitioned,nic", DRIVER, "node-b", 1, kinds=builtin_kinds())
 
     def uuids(inventory):
         return [d.attribute("uuid") for _, d in inventory.devices()]
@@ -123,14 +123,14 @@ def test_device_identities_are_stable_per_node_and_unique_across_nodes():
 )
 def test_bad_profile_lists_are_refused(profiles, message):
     with pytest.raises(ValueError, match=message):
-        profile_inventory(profiles, DRIVER, NODE, 1)
+        profile_inventory(profiles, DRIVER, NODE, 1, kinds=builtin_kinds())
 
 
 @pytest.mark.parametrize("profile", ["gpu-shared", "gpu-partitioned,nic"])
 def test_new_profile_names_reach_the_fake_backend_as_profiles_not_paths(profile):
-    backend = FakeBackend(profile, DRIVER, NODE, 1)
+    backend = FakeBackend(profile, DRIVER, NODE, 1, kinds=builtin_kinds())
     assert backend.inventory_path is None
-    assert backend.discover() == profile_inventory(profile, DRIVER, NODE, 1)
+    assert backend.discover() == profile_inventory(profile, DRIVER, NODE, 1, kinds=builtin_kinds())
 
 
 def test_license_seats_skip_node_operations_and_gpus_do_not():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.cli.fault import fault_main
 from simdra._driver.devices.backend import FakeBackend
 from simdra._driver.devices.faults import FaultFile, fault_file_path
@@ -117,7 +118,7 @@ class CountingFake(FakeBackend):
 
 
 def test_built_in_profiles_are_discovered_once() -> None:
-    backend = CountingFake("nic", DRIVER, NODE, 4)
+    backend = CountingFake("nic", DRIVER, NODE, 4, builtin_kinds())
     live = every_poll_due(backend)
     for _ in range(3):
         live.poll()
@@ -132,7 +133,7 @@ def test_an_inventory_file_edit_is_picked_up_by_the_periodic_rescan(tmp_path: Pa
         path.write_text(yaml.safe_dump({"pools": pools}))
 
     write(["a-0"])
-    backend = CountingFake(str(path), DRIVER, NODE, 0)
+    backend = CountingFake(str(path), DRIVER, NODE, 0, builtin_kinds())
     live = every_poll_due(backend)  # no watched file: the stamp alone sees the edit
     assert not live.poll() and backend.discovers == 1
     write(["a-0", "a-1"])  # in place: a new size
@@ -142,7 +143,7 @@ def test_an_inventory_file_edit_is_picked_up_by_the_periodic_rescan(tmp_path: Pa
 
 
 def test_faults_apply_without_any_discover(tmp_path: Path) -> None:
-    backend = CountingFake("nic", DRIVER, NODE, 2)
+    backend = CountingFake("nic", DRIVER, NODE, 2, builtin_kinds())
     seen: list[NodeView] = []
     live = LiveDevices(backend, DRIVER, on_change=seen.append, rescan_interval=0,
                        faults=FaultFile(fault_file_path(tmp_path)))

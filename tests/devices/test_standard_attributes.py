@@ -13,12 +13,14 @@ from simdra import (
     simulated_topology,
     topology_attributes,
 )
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.devices.model import Device, Inventory, Pool
 from simdra._driver.devices.profiles import profile_inventory
 
 
 def _devices(profiles: str, count: int) -> dict[str, Device]:
-    inventory = profile_inventory(profiles, "dra.example.com", "node-a", count)
+    inventory = profile_inventory(profiles, "dra.example.com", "node-a", count,
+                                  kinds=builtin_kinds())
     return {device.name: device for _, device in inventory.devices()}
 
 

@@ -21,7 +21,7 @@ from simdra._driver.claims.preparer import Preparer
 from simdra._driver.claims.record_format import decode_record, record_checksum
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
-from tests.claims.builders import DRIVER, SHARE_1, claim, inventory, result
+from tests.claims.builders import DRIVER, RULES, SHARE_1, claim, inventory, result
 
 from .strategies import (
     PATHS,
@@ -47,7 +47,7 @@ def _prepared(root: Path, uid: str = A) -> tuple[Preparer, StaticClaimSource, Cl
                       result("net", "nic-0", share=SHARE_1, consumed={"bandwidth": "1M"})])
     source.put(raw)
     preparer = Preparer(DRIVER, source, lambda: inventory(), root / "cdi", root / "data",
-                        device_metadata=METADATA)
+                        device_metadata=METADATA, rules=RULES)
     ref = ClaimRef("default", raw["metadata"]["name"], uid)
     assert preparer.prepare([ref])[uid].error == ""
     return preparer, source, ref
@@ -174,7 +174,7 @@ def test_recovery_from_hostile_records_writes_only_in_its_directories(tmp_path: 
         raw = claim(B, [result("gpus", "gpu-1")])
         source.put(raw)
         preparer = Preparer(DRIVER, source, lambda: inventory(), root / "cdi", root / "data",
-                            device_metadata=METADATA)
+                            device_metadata=METADATA, rules=RULES)
 
         assert tree_snapshot(tmp_path, owned) == before
         answer = preparer.prepare([ClaimRef("default", raw["metadata"]["name"], B)])[B]

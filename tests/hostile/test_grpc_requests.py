@@ -27,7 +27,7 @@ from simdra._driver.kubelet.gen import (
     dra_v1beta1_pb2_grpc,
 )
 from simdra._driver.kubelet.sockets import dra_socket_path, registration_socket_path
-from tests.claims.builders import DRIVER, claim, inventory, result
+from tests.claims.builders import DRIVER, RULES, claim, inventory, result
 
 from .strategies import PATHS, assert_one_line, inside, tree_snapshot, utf8_text
 
@@ -52,7 +52,8 @@ class Node:
         self.good = claim(GOOD, [result("gpus", "gpu-0")])
         self.source.put(self.good)
         # Claims the hostile requests may name: present in the API, with hostile names.
-        preparer = Preparer(DRIVER, self.source, lambda: inventory(), self.cdi, self.data)
+        preparer = Preparer(DRIVER, self.source, lambda: inventory(), self.cdi, self.data,
+                            rules=RULES)
         self.plugin = start_kubelet_plugin(
             DRIVER, dra_socket_path(str(self.data)),
             registration_socket_path(str(self.registry), DRIVER), preparer)

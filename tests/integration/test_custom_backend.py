@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simdra._driver.builtins import BUILTIN
 from simdra._driver.cli import main
 from simdra._driver.config import Config
 from simdra._driver.devices.loader import BackendSpecError, load_backend_class
-from simdra._driver.devices.registry import BACKENDS
 from simdra._driver.kinds.fpga import FpgaBackend
-from simdra._driver.plugin import make_backend
 from simdra._driver.testing.allocation.builders import exactly
 from simdra._driver.testing.cluster import LocalCluster
+from simdra.runtime import make_backend  # simdra's catalog, as `simdra run` builds it
 from tests.claims.builders import assert_valid_cdi_spec
 from tests.devices.sysfs_trees import SysfsTree
 from tests.devices.test_example_fpga import fpga_node
@@ -36,7 +36,7 @@ def test_fpga_backend_publishes_allocates_and_prepares(cluster: LocalCluster) ->
     classes = yaml.safe_load_all((REPO / "deploy/base/deviceclasses.yaml").read_text())
     cluster.api.put_object("deviceclasses", next(
         c for c in classes if c["metadata"]["name"] == f"fpga.{driver}"))
-    # By its registered name (simdra/_driver/devices/registry.py); the full spec works as well.
+    # By its name in simdra's catalog (simdra/_driver/builtins.py); the full spec works too.
     cluster.start_plugin(extra=["--device-backend", "fpga", "--sysfs-root", str(tree.sys)])
 
     published = cluster.published_devices()
@@ -136,5 +136,6 @@ def test_bad_backend_from_the_environment_exits_2_before_connecting(tmp_path: Pa
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "simdra run: --device-backend='vendor.fpga:Missing': must be one of "
-        f"{', '.join(BACKENDS)} or package.module:ClassName; no module named 'vendor' on the "
+        f"{', '.join(BUILTIN.backend_names())} or package.module:ClassName; "
+        "no module named 'vendor' on the "
         "plugin's Python path"]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.cli import main
-from simdra._driver.devices.kind_registry import builtin_kinds
 from simdra._driver.testing.allocation.builders import exactly
 from simdra._driver.testing.cluster import LocalCluster
 from simdra._driver.testing.kind_classes import kind_values

@@ -38,7 +38,7 @@ from simdra._driver.claims.result_groups import (
     check_shares_allocated_once,
     group_results,
 )
-from simdra._driver.claims.rules import ClaimRules, builtin_rules
+from simdra._driver.claims.rules import ClaimRules
 from simdra._driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
 from simdra._driver.core.json_data import copy_json
 from simdra._driver.core.quantity import QuantityError, ceil_int, quantity_text
@@ -170,7 +170,7 @@ def plan_prepare(
     a name breaks the API server's rules, the allocation does not fit the inventory or
     its opaque config is invalid.
     """
-    where, rules = allocation.label, rules or builtin_rules()
+    where, rules = allocation.label, rules or ClaimRules()
     check_allocation(allocation)  # names reach file names, CDI names and env values
     if not allocation.results:
         raise ClaimError(f"{where}: no devices are allocated by driver {driver_name}")

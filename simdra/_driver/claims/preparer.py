@@ -100,7 +100,7 @@ from simdra._driver.claims.prepare_planner import (
 from simdra._driver.claims.prepared_store import PreparedStore
 from simdra._driver.claims.reconcile_plan import Reclaim, RecordedClaim
 from simdra._driver.claims.reserved import Reservation
-from simdra._driver.claims.rules import ClaimRules, builtin_rules
+from simdra._driver.claims.rules import ClaimRules
 from simdra._driver.claims.source import ClaimSource
 from simdra._driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from simdra._driver.core.textlimits import clip_error
@@ -153,7 +153,7 @@ class Preparer:
         self._store = PreparedStore(driver_name, inventory, cdi_root, data_dir)
         metadata_root = str(self._store.metadata_root) if device_metadata else None
         self._planner = PreparePlanner(driver_name, source, inventory,
-                                       rules or builtin_rules(), device_hook, metadata_root)
+                                       rules or ClaimRules(), device_hook, metadata_root)
         self._phases = CommitPhases(self._store, fault or (lambda step: None))
         lock = threading.Lock()
         self._serialize: Serializer = serialize or (lambda: lock)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from types import MappingProxyType
 
 from simdra._driver.devices.config_handler import ConfigHandler
-from simdra._driver.devices.kind_registry import KindSet, builtin_kinds
+from simdra._driver.devices.kind_registry import KindSet
 
 
 @dataclass(frozen=True)
@@ -29,9 +28,3 @@ def rules_for(kinds: KindSet) -> ClaimRules:
     """The rules of the registered kinds."""
     return ClaimRules(config_handlers=kinds.config_handlers(),
                       env_attributes=kinds.env_attributes())
-
-
-@cache
-def builtin_rules() -> ClaimRules:
-    """The rules of simdra's own kinds (GpuConfig, NicConfig; their env attributes)."""
-    return rules_for(builtin_kinds())

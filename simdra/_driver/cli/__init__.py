@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from simdra._driver.cli.parser import OneLineParser, UsageError
+from simdra._driver.cli.parser import OneLineParser, SubParsers, UsageError
 
 __all__ = ["console_main", "main"]
 
@@ -64,11 +63,31 @@ def _parser(only: str | None = None) -> OneLineParser:
     the others are not imported (`simdra run` serves the kubelet sooner)."""
     parser = OneLineParser(prog="simdra", description=DESCRIPTION)
     parser.add_argument("--version", action=_VersionAction)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                     parser_class=OneLineParser)
+    commands: SubParsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                                 parser_class=OneLineParser)
     for name in (only,) if only else COMMANDS:
-        importlib.import_module(f"simdra._driver.cli.{name}").add_parser(commands)
+        _add_parser(name)(commands)
     return parser
+
+
+def _add_parser(name: str) -> Callable[[SubParsers], None]:
+    """The `add_parser` of sub-command `name`, importing its module alone."""
+    match name:
+        case "run":
+            from simdra._driver.cli.run import add_parser
+        case "fault":
+            from simdra._driver.cli.fault import add_parser
+        case "usage":
+            from simdra._driver.cli.usage import add_parser
+        case "demo":
+            from simdra._driver.cli.demo import add_parser
+        case "kinds":
+            from simdra._driver.cli.kinds import add_parser
+        case "deviceclasses":
+            from simdra._driver.cli.deviceclasses import add_parser
+        case _:
+            from simdra._driver.cli.fleet import add_parser
+    return add_parser
 
 
 class _VersionAction(argparse.Action):

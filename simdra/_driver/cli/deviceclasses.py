@@ -14,9 +14,10 @@ import argparse
 import os
 import sys
 
+from simdra._driver.builtins import builtin_kinds
 from simdra._driver.cli.kinds import add_kind_flag, kind_specs, registered
 from simdra._driver.cli.parser import SubParsers, driver_name
-from simdra._driver.devices.kind_registry import KindSet, builtin_kinds
+from simdra._driver.devices.kind_registry import KindSet
 
 DEFAULT_DRIVER_NAME = "dra.example.com"
 

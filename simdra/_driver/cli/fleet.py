@@ -1,15 +1,11 @@
 """`simdra fleet`: many simulated DRA nodes in one process, for scale tests (the flags;
-the fleet itself is `simdra._driver.fleet`, built on the public API).
-
-`simdra._driver.fleet` sits above the public API (`simdra`) like the built-in kinds, and
-`simdra` sits above this command line; so the fleet is imported by name when the
-command runs, not by an import statement (which would close that loop).
+the fleet itself is `simdra._driver.fleet`, built on the public API, below this command
+line and imported when the command runs: the other commands do not pay for it).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 
@@ -66,13 +62,14 @@ def handle(args: argparse.Namespace) -> int:
     if verbosity == 0:  # a line per pool and per pooled connection: thousands in a fleet
         logging.getLogger("simdra._driver.slices.publisher").setLevel(logging.WARNING)
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-    options = importlib.import_module("simdra._driver.fleet.options")
+    from simdra._driver.fleet.options import FlagError, config_from_args
+    from simdra._driver.fleet.run import run_fleet
+
     try:
-        config = options.config_from_args(args, driver_name(args.driver_name, "--driver-name"))
-    except options.FlagError as err:
+        config = config_from_args(args, driver_name(args.driver_name, "--driver-name"))
+    except FlagError as err:
         raise UsageError(str(err)) from None
-    run = importlib.import_module("simdra._driver.fleet.run")
     try:
-        return int(run.run_fleet(config))
+        return run_fleet(config)
     except ClusterConfigError as err:  # --kubeconfig, or no in-cluster configuration
         raise UsageError(str(err)) from None

@@ -12,6 +12,7 @@ import argparse
 import os
 from collections.abc import Sequence
 
+from simdra._driver.builtins import BUILTIN
 from simdra._driver.cli.parser import SubParsers, UsageError
 from simdra._driver.devices.kind_registry import (
     KindRegistrationError,
@@ -40,10 +41,10 @@ def kind_specs(values: Sequence[str]) -> tuple[str, ...]:
 
 
 def registered(values: Sequence[str]) -> KindSet:
-    """simdra's kinds plus those --kind names; UsageError (exit 2) when they cannot all
-    be registered."""
+    """simdra's kinds (its catalog's) plus those --kind names; UsageError (exit 2) when
+    they cannot all be registered."""
     try:
-        return load_kinds(kind_specs(values))
+        return load_kinds(BUILTIN.kinds, kind_specs(values))
     except KindRegistrationError as err:
         raise UsageError(f"--kind: {err}") from None
 

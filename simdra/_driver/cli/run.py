@@ -8,6 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
+from simdra._driver.builtins import BUILTIN
 from simdra._driver.claims.reconcile_plan import MIN_GRACE_S, MODES
 from simdra._driver.cli.kinds import add_kind_flag, kind_specs
 from simdra._driver.cli.parser import (
@@ -175,16 +176,16 @@ def _backend(value: str, kind_specs: tuple[str, ...]) -> tuple[str, KindSet]:
     a registered backend is imported too, so a broken one fails here, not later. With it,
     the kinds it is registered with (--kind's and its own), all importable and agreeing."""
     from simdra._driver.devices.kind_registry import KindRegistrationError, plugin_kinds
-    from simdra._driver.devices.loader import BackendSpecError, load_backend_class
-    from simdra._driver.devices.registry import BACKENDS, backend_spec
+    from simdra._driver.devices.loader import BackendSpecError
 
     try:
-        backend_class = load_backend_class(backend_spec(value))
+        backend_class = BUILTIN.backend_class(value)
     except BackendSpecError as err:
-        rule = f"must be one of {', '.join(BACKENDS)} or package.module:ClassName"
+        rule = (f"must be one of {', '.join(BUILTIN.backend_names())} "
+                "or package.module:ClassName")
         raise UsageError(f"--device-backend={value!r}: {rule}; {err}") from None
     try:
-        return value, plugin_kinds(kind_specs, backend_class)
+        return value, plugin_kinds(BUILTIN.kinds, kind_specs, backend_class)
     except KindRegistrationError as err:
         raise UsageError(f"--kind: {err}") from None
 
@@ -231,7 +232,7 @@ def handle(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     try:
-        return run_plugin(config)
+        return run_plugin(config, BUILTIN)
     except ClusterConfigError as err:  # --kubeconfig, or no in-cluster configuration
         raise UsageError(str(err)) from None
 

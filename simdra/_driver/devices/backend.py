@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from simdra._driver.config import Config
 
-from simdra._driver.devices.kind_registry import KindSet, builtin_kinds
+from simdra._driver.devices.kind_registry import KindSet
 from simdra._driver.devices.model import Inventory
 from simdra._driver.devices.profiles import looks_like_path, profile_inventory
 from simdra._driver.devices.stamps import file_stamp
@@ -50,7 +50,8 @@ class BackendContext:
     proc_root: Path | None = None  # --proc-root (None: /proc for the real /sys only)
     sysfs_allow: tuple[str, ...] = ()  # --sysfs-allow selectors, e.g. "pci:0000:3b:00.0"
     sysfs_deny: tuple[str, ...] = ()  # --sysfs-deny selectors
-    kinds: KindSet = field(default_factory=builtin_kinds)  # simdra's and --kind's
+    # The registered kinds: the plugin's catalog's and --kind's (none when built by hand).
+    kinds: KindSet = field(default_factory=lambda: KindSet(()))
     sysfs_cpus: bool = False  # --sysfs-cpus
 
     @classmethod
@@ -89,12 +90,12 @@ class FakeBackend:
     an inventory file."""
 
     def __init__(self, profile: str, driver_name: str, node_name: str, num_devices: int,
-                 kinds: KindSet | None = None) -> None:
+                 kinds: KindSet) -> None:
         self._profile = profile
         self._driver_name = driver_name
         self._node_name = node_name
         self._num_devices = num_devices
-        self._kinds = kinds or builtin_kinds()
+        self._kinds = kinds
 
     @classmethod
     def from_context(cls, context: BackendContext) -> FakeBackend:

@@ -11,23 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from types import MappingProxyType
 
 from simdra._driver.core.validation.slice_options import skip_node_operations_errors
 from simdra._driver.devices.config_handler import ConfigHandler
 from simdra._driver.devices.kind import DeviceKind, FakeProfile
 from simdra._driver.devices.loader import BackendSpecError, load_class
-
-# simdra's own kinds, imported only when a plugin starts (they use the public API,
-# `simdra`, like any other kind).
-BUILTIN_KINDS = (
-    "simdra._driver.kinds.gpu:GpuKind",
-    "simdra._driver.kinds.nic:NicKind",
-    "simdra._driver.kinds.fpga:FpgaKind",
-    "simdra._driver.kinds.cpu:CpuKind",
-    "simdra._driver.kinds.license:LicenseKind",
-)
 
 # Keys the plugin sets itself for every device (simdra._driver.claims.env); an attribute mapped
 # to one of them would give the container two values for one name.
@@ -83,12 +72,13 @@ class KindSet:
         return MappingProxyType(merged)
 
 
-def load_kinds(specs: Iterable[str] = (), extra: Sequence[type] = (),
-               builtin: bool = True) -> KindSet:
-    """simdra's kinds (unless `builtin` is False), those `specs` name
-    (`package.module:Class`) and the classes in `extra`, registered together.
-    KindRegistrationError names the first problem; nothing is registered then."""
-    named = [(spec, _load(spec)) for spec in (*(BUILTIN_KINDS if builtin else ()), *specs)]
+def load_kinds(builtin: Sequence[type] = (), specs: Iterable[str] = (),
+               extra: Sequence[type] = ()) -> KindSet:
+    """The kinds of `builtin` (a catalog's, handed down by the caller), those `specs`
+    name (`package.module:Class`) and the classes in `extra`, registered together in that
+    order. KindRegistrationError names the first problem; nothing is registered then."""
+    named = [(kind_spec(kind), kind) for kind in builtin]
+    named += [(spec, _load(spec)) for spec in specs]
     named += [(kind_spec(kind), kind) for kind in extra]
     kinds: list[type[DeviceKind]] = []
     for spec, found in named:
@@ -99,13 +89,14 @@ def load_kinds(specs: Iterable[str] = (), extra: Sequence[type] = (),
     return KindSet(tuple(kinds))
 
 
-def plugin_kinds(specs: Iterable[str], backend_class: type) -> KindSet:
-    """The kinds of a plugin: simdra's, those `--kind` names and those the backend
-    brings (DeviceKind classes in its `kinds`); the kinds it names as text must be among
-    them. KindRegistrationError names what is wrong."""
+def plugin_kinds(builtin: Sequence[type], specs: Iterable[str],
+                 backend_class: type) -> KindSet:
+    """The kinds of a plugin: the catalog's (`builtin`), those `--kind` names and those
+    the backend brings (DeviceKind classes in its `kinds`); the kinds it names as text
+    must be among them. KindRegistrationError names what is wrong."""
     declared = tuple(getattr(backend_class, "kinds", None) or ())
     brought = [kind for kind in declared if isinstance(kind, type)]
-    kinds = load_kinds(specs, extra=brought)
+    kinds = load_kinds(builtin, specs, extra=brought)
     for name in declared:
         if isinstance(name, str) and kinds.kind(name) is None:
             raise KindRegistrationError(
@@ -113,12 +104,6 @@ def plugin_kinds(specs: Iterable[str], backend_class: type) -> KindSet:
                 f"which no registered kind is named ({', '.join(kinds.names())}); register "
                 "it with --kind package.module:Class")
     return kinds
-
-
-@cache
-def builtin_kinds() -> KindSet:
-    """simdra's own kinds alone (what tests and `FakeBackend` use when given none)."""
-    return load_kinds()
 
 
 def _load(spec: str) -> type:

@@ -19,7 +19,8 @@ The contract a custom backend fulfils (see `docs/driver-authors.md` for a walk-t
   registered `simdra._driver.devices.kind.DeviceKind`, which shapes the claim side).
 - Everything else (publishing ResourceSlices, prepare/unprepare, CDI specs, checkpoint,
   health stream, metrics) is the plugin's.
-- A line in `simdra._driver.devices.registry` gives it a short name (`--device-backend fpga`).
+- A catalog (`simdra._driver.devices.catalog`) can give it a short name (simdra's own:
+  `--device-backend sysfs`, `fpga`).
 
 The spec is checked when the flags are parsed, so a typo fails at once with exit code 2
 and one line naming `--device-backend`, rather than after the plugin has connected.

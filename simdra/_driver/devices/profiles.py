@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from simdra._driver.devices.kind import FakeProfile, ProfileContext
-from simdra._driver.devices.kind_registry import KindSet, builtin_kinds
+from simdra._driver.devices.kind_registry import KindSet
 from simdra._driver.devices.model import JSON, Device, Inventory, Pool
 
 INVENTORY_SUFFIXES = (".yaml", ".yml", ".json")
@@ -27,11 +27,10 @@ def looks_like_path(profile: str) -> bool:
     return "/" in value or value.endswith(INVENTORY_SUFFIXES)
 
 
-def parse_profiles(profiles: str, kinds: KindSet | None = None) -> list[FakeProfile]:
-    """The profiles of a `--device-profile` list among `kinds` (default: simdra's own),
-    checked; ValueError names the problem (unknown name, repeated name, two profiles of
-    one kind)."""
-    kinds = kinds or builtin_kinds()
+def parse_profiles(profiles: str, kinds: KindSet) -> list[FakeProfile]:
+    """The profiles of a `--device-profile` list among the registered `kinds`, checked;
+    ValueError names the problem (unknown name, repeated name, two profiles of one
+    kind)."""
     known = kinds.profiles()
     names = [p.strip() for p in profiles.split(",")]
     for name in names:
@@ -49,10 +48,9 @@ def parse_profiles(profiles: str, kinds: KindSet | None = None) -> list[FakeProf
 
 
 def profile_inventory(profiles: str, driver_name: str, node_name: str, count: int,
-                      kinds: KindSet | None = None) -> Inventory:
+                      kinds: KindSet) -> Inventory:
     """`count` physical devices of each profile in `profiles` (e.g. "gpu",
     "gpu-shared,nic", "gpu-partitioned,nic"), in one pool named after the node."""
-    kinds = kinds or builtin_kinds()
     context = ProfileContext(driver_name=driver_name, node_name=node_name)
     devices: list[Device] = []
     counters: list[JSON] = []

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from simdra import Device, Inventory
+from simdra._driver.api import Device, Inventory
 
 KINDS = ("health", "unplug", "nodes")
 EFFECTS = ("NoSchedule", "NoExecute")

@@ -26,16 +26,14 @@ import threading
 import time
 from typing import Any
 
+from simdra._driver.claims.allocation import parse_claim
+from simdra._driver.claims.errors import ClaimError
+from simdra._driver.claims.ledger import CapacityLedger
+from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.status import ClaimStatusWriter
+from simdra._driver.claims.types import ClaimRef
 from simdra._driver.fleet.parts import FleetParts
 from simdra._driver.fleet.watch import ListWatch
-from simdra.runtime import (
-    CapacityLedger,
-    ClaimError,
-    ClaimRef,
-    ClaimStatusWriter,
-    parse_claim,
-    plan_prepare,
-)
 
 log = logging.getLogger("simdra._driver.fleet")
 JSON = dict[str, Any]

@@ -13,7 +13,8 @@ import threading
 from typing import Any
 
 from simdra._driver.fleet.metrics import FleetMetrics, verb_of
-from simdra.runtime import RestClient, load_api_client
+from simdra._driver.kube import load_api_client
+from simdra._driver.kubeapi.client import RestClient
 
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 

@@ -23,7 +23,9 @@ from urllib.parse import quote
 
 from simdra._driver.fleet import retry
 from simdra._driver.fleet.metrics import FleetMetrics, verb_of
-from simdra.runtime import ApiStatusError, Backoff, RestClient
+from simdra._driver.kubeapi.client import RestClient
+from simdra._driver.kubeapi.errors import ApiStatusError
+from simdra._driver.slices.backoff import Backoff
 
 JSON = dict[str, Any]
 NODES = "/api/v1/nodes"

@@ -10,7 +10,8 @@ from simdra._driver.fleet.metrics import FleetMetrics
 from simdra._driver.fleet.options import FleetConfig
 from simdra._driver.fleet.publish import FleetPublishers
 from simdra._driver.fleet.state import FleetState
-from simdra.runtime import Backoff, RestClient
+from simdra._driver.kubeapi.client import RestClient
+from simdra._driver.slices.backoff import Backoff
 
 
 class FleetParts(Protocol):

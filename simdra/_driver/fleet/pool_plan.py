@@ -8,9 +8,11 @@ shape, which is why its slices are byte-for-byte the plugin's.
 
 from __future__ import annotations
 
-from simdra import Inventory, scalar_attributes
+from simdra._driver.api import Inventory, scalar_attributes
+from simdra._driver.builtins import BUILTIN
+from simdra._driver.config import Config
 from simdra._driver.fleet.mix import Shape
-from simdra.runtime import Config, make_backend
+from simdra._driver.plugin import make_backend
 
 
 class PlanError(ValueError):
@@ -22,7 +24,7 @@ def plan_inventory(node_name: str, driver_name: str, shape: Shape) -> Inventory:
     config = Config(node_name=node_name, driver_name=driver_name, device_backend="fake",
                     device_profile=shape.profile, num_devices=shape.num_devices or 8)
     try:
-        backend, _kinds = make_backend(config)
+        backend, _kinds = make_backend(config, BUILTIN)
         return scalar_attributes(backend.discover())
     except (OSError, ValueError) as err:
         raise PlanError(f"shape {shape.name!r}: {err}") from None

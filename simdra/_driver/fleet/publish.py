@@ -16,10 +16,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
-from simdra import Inventory
+from simdra._driver.api import Inventory
 from simdra._driver.fleet import retry
 from simdra._driver.fleet.metrics import FleetMetrics
-from simdra.runtime import ApiStatusError, Backoff, Publisher, RestClient, SliceFeed
+from simdra._driver.kubeapi.client import RestClient
+from simdra._driver.kubeapi.errors import ApiStatusError
+from simdra._driver.slices.backoff import Backoff
+from simdra._driver.slices.feed import SliceFeed
+from simdra._driver.slices.publisher import Publisher
 
 log = logging.getLogger("simdra._driver.fleet")
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"

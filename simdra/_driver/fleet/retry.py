@@ -17,7 +17,8 @@ from typing import TypeVar
 import urllib3
 
 from simdra._driver.fleet.metrics import FleetMetrics
-from simdra.runtime import ApiStatusError, Backoff
+from simdra._driver.kubeapi.errors import ApiStatusError
+from simdra._driver.slices.backoff import Backoff
 
 log = logging.getLogger("simdra._driver.fleet")
 

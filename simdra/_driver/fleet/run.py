@@ -22,7 +22,9 @@ from simdra._driver.fleet.plan import PlannedNode, created_fleet, fleet_nodes, o
 from simdra._driver.fleet.pool_plan import plan_inventory
 from simdra._driver.fleet.publish import FleetPublishers, delete_slices
 from simdra._driver.fleet.state import FleetState
-from simdra.runtime import ApiStatusError, Backoff, RestClient
+from simdra._driver.kubeapi.client import RestClient
+from simdra._driver.kubeapi.errors import ApiStatusError
+from simdra._driver.slices.backoff import Backoff
 
 log = logging.getLogger("simdra._driver.fleet")
 

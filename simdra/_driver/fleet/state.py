@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from simdra import Inventory
+from simdra._driver.api import Inventory
 from simdra._driver.fleet.churn import ChurnEvent, churned_inventory
 
 

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from simdra._driver.fleet import retry
-from simdra.runtime import ApiStatusError, Backoff, RestClient
+from simdra._driver.kubeapi.client import RestClient
+from simdra._driver.kubeapi.errors import ApiStatusError
+from simdra._driver.slices.backoff import Backoff
 
 log = logging.getLogger("simdra._driver.fleet")
 JSON = dict[str, Any]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from simdra import ConfigTarget, FieldReader, ceil_int, format_quantity, quantity_text
+from simdra._driver.api import ConfigTarget, FieldReader, ceil_int, format_quantity, quantity_text
 from simdra._driver.kinds.config_rules import validation_problems
 from simdra._driver.kinds.config_types import (
     API_VERSION,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from simdra import format_quantity
+from simdra._driver.api import format_quantity
 
 API_GROUP = "simdra.dra.example.com"
 API_VERSION = f"{API_GROUP}/v1alpha1"

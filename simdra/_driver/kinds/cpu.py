@@ -18,7 +18,7 @@ Like every kind, this one uses only the public API (`simdra`).
 
 from __future__ import annotations
 
-from simdra import (
+from simdra._driver.api import (
     JSON,
     NUMA_NODE,
     Device,

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from simdra import JSON, PCI_BUS_ID, BackendContext, Device, DeviceKind, Inventory, Pool
+from simdra._driver.api import JSON, PCI_BUS_ID, BackendContext, Device, DeviceKind, Inventory, Pool
 from simdra.sysfs import label, read_text, resolve, string_attr, unique_names
 
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")

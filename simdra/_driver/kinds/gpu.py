@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simdra import (
+from simdra._driver.api import (
     JSON,
     NUMA_NODE,
     Device,

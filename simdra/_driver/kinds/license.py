@@ -15,7 +15,7 @@ claim works either way. Uses only the public API.
 
 from __future__ import annotations
 
-from simdra import JSON, Device, DeviceKind, FakeProfile, stable_uuid
+from simdra._driver.api import JSON, Device, DeviceKind, FakeProfile, stable_uuid
 
 LICENSE_PRODUCT = "Simulated Solver"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from simdra import (
+from simdra._driver.api import (
     JSON,
     NUMA_NODE,
     Device,

@@ -22,6 +22,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from simdra._driver.builtins import BUILTIN
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.devices.device_classes import class_name
 from simdra._driver.devices.kind_registry import KindSet, load_kinds
@@ -92,7 +93,7 @@ def _one_line(err: Exception) -> str:
 def _demo(cluster: LocalCluster, profile: str, kinds: tuple[str, ...]) -> None:
     _title(f"simdra demo: node {cluster.node_name}, driver {cluster.driver_name}")
     print(f"API stand-in {cluster.api.url}; work directory {cluster.workdir}")
-    registered = load_kinds(kinds)
+    registered = load_kinds(BUILTIN.kinds, kinds)
     _show_classes(cluster, registered)
     plugin = _start_plugin(cluster, profile, kinds)
     _show_slices(cluster)

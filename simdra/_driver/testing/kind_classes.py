@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from kubernetes import client
 
+from simdra._driver.builtins import BUILTIN
 from simdra._driver.devices.device_classes import device_classes
 from simdra._driver.devices.kind_registry import load_kinds
 from simdra._driver.testing.apiserver import APIServer
@@ -20,7 +21,7 @@ def create_device_classes(api: APIServer, resource: client.ResourceV1Api, driver
     (package.module:Class) that `api` does not hold yet; their names.
     KindRegistrationError when the kinds cannot be registered together."""
     created = []
-    for body in device_classes(load_kinds(kinds), driver_name):
+    for body in device_classes(load_kinds(BUILTIN.kinds, kinds), driver_name):
         name = body["metadata"]["name"]
         if api.get_object("deviceclasses", name) is None:
             # A plain dict: the client turns it into its model (see LocalCluster.start).

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Hashable
 from pathlib import Path
 
-from simdra import BackendContext, Device, Inventory, Pool
+from simdra._driver.api import BackendContext, Device, Inventory, Pool
 from simdra._driver.kinds.sysfs.cpus import cpu_devices
 from simdra._driver.kinds.sysfs.draft import DeviceDraft
 from simdra._driver.kinds.sysfs.gpus import gpu_drafts, present_control_nodes

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from simdra import Device
+from simdra._driver.api import Device
 from simdra._driver.kinds.cpu import cpu_device
 from simdra.sysfs import read_text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simdra import JSON, Device, topology_attributes
+from simdra._driver.api import JSON, Device, topology_attributes
 from simdra.sysfs import BDF, PciFunction, id_text, int_attr, string_attr
 
 

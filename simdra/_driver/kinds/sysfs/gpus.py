@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simdra import JSON, format_quantity
+from simdra._driver.api import JSON, format_quantity
 from simdra._driver.kinds.sysfs.draft import DeviceDraft, pci_attributes
 from simdra._driver.kinds.sysfs.nvml import NvmlGpu, NvmlSnapshot, cuda_version_text
 from simdra.sysfs import PciFunction, label, read_int, string_attr, to_semver, version_attr

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from simdra import JSON, format_quantity
+from simdra._driver.api import JSON, format_quantity
 from simdra._driver.kinds.sysfs.draft import DeviceDraft, pci_attributes
 from simdra.sysfs import (
     PciFunction,
