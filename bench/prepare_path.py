@@ -114,7 +114,7 @@ def prepare_once(workdir: Path, api: APIServer, log: CallLog) -> str:
         api.put_object("resourceclaims", claim(TRACED, "gpu-1"))
         return _traced_call(dra_socket_path(str(config.data_dir)), log)
     finally:
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
         plugin.stop()
         loader.close()
 
