@@ -4,6 +4,7 @@ distribution's; and `python -m simdra` is the command line."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,11 +17,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel `pip install .` would build and install (the same PEP 517 backend)."""
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel `pip install .` would build and install (the same PEP 517 backend), built
+    from a copy of the sources: a build in place leaves build/ in the checkout."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "simdra", source / "simdra",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "--wheel-dir", str(out), str(REPO)],
+         "--no-index", "--quiet", "--wheel-dir", str(out), str(source)],
         capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     (built,) = out.glob("simdra-*.whl")
