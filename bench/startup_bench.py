@@ -37,7 +37,7 @@ from targets import Row, table  # noqa: E402
 
 from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb  # noqa: E402
 from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc  # noqa: E402
-from simdra._driver.testing import APIServer  # noqa: E402
+from simdra._driver.testing.apiserver import APIServer  # noqa: E402
 
 FLOOR_SERVER = textwrap.dedent("""
     import sys, grpc

@@ -23,20 +23,11 @@ capacity).
 
 from __future__ import annotations
 
-from simdra._driver.testing import (
-    AllocationError,
-    Allocator,
-    APIServer,
-    KubeletEmulator,
-    KubeletError,
-    LocalCluster,
-    PluginProcess,
-    allocate,
-    claim,
-    device_class,
-    exactly,
-    wait_until,
-)
+from simdra._driver.testing.allocation.builders import claim, device_class, exactly
+from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.cluster import LocalCluster, PluginProcess, wait_until
+from simdra._driver.testing.kubelet import KubeletEmulator, KubeletError
+from simdra._driver.testing.scheduler import AllocationError, Allocator, allocate
 
 __all__ = [
     "APIServer",

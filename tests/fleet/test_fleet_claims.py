@@ -8,9 +8,11 @@ from typing import Any
 from kubernetes import client
 
 from simdra._driver.fleet.run import Fleet
-from simdra._driver.testing import Allocator, claim, exactly, wait_until
+from simdra._driver.testing.allocation.builders import claim, exactly
 from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.cluster import wait_until
 from simdra._driver.testing.kind_classes import create_device_classes
+from simdra._driver.testing.scheduler import Allocator
 
 from .conftest import DRIVER, StartFleet
 

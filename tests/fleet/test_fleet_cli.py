@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from simdra._driver.cli import main
-from simdra._driver.testing import wait_until
 from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.cluster import wait_until
 
 _ENV = ("KUBECONFIG", "DRIVER_NAME", "METRICS_PORT", "LOG_FORMAT", "VERBOSITY")
 

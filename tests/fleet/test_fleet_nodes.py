@@ -163,7 +163,7 @@ def _devices(server: APIServer, node: str) -> dict[str, dict[str, object]]:
 
 
 def _wait_for(condition: object, timeout: float = 10.0) -> None:
-    from simdra._driver.testing import wait_until
+    from simdra._driver.testing.cluster import wait_until
 
     wait_until(condition, timeout=timeout)  # type: ignore[arg-type]
 

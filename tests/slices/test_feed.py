@@ -12,8 +12,8 @@ import pytest
 from simdra._driver.kubeapi import RestClient
 from simdra._driver.slices.feed import SliceFeed
 from simdra._driver.slices.publisher import Publisher
-from simdra._driver.testing import wait_until
 from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.cluster import wait_until
 
 from .builders import DRIVER, gpus, inventory, pool
 from .conftest import FAST

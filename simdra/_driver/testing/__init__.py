@@ -1,8 +1,8 @@
 """simdra's test harness: one DRA node on one machine, no cluster and no hardware.
 
-What a CI pipeline or a driver author imports (everything else here is internal)::
+What a CI pipeline or a driver author imports is `simdra.testing`, its public face::
 
-    from simdra._driver.testing import LocalCluster, exactly
+    from simdra.testing import LocalCluster, exactly
 
     with LocalCluster(tmp_path) as cluster:
         cluster.start_plugin(profile="gpu,nic", num_devices=2)
@@ -17,23 +17,6 @@ allocation, with Kubernetes' CEL environment). ./hack/e2e.sh checks the stand-in
 against the real kube-apiserver and kube-scheduler.
 """
 
-from simdra._driver.testing.allocation.builders import claim, device_class, exactly
-from simdra._driver.testing.apiserver import APIServer
-from simdra._driver.testing.cluster import LocalCluster, PluginProcess, wait_until
-from simdra._driver.testing.kubelet import KubeletEmulator, KubeletError
-from simdra._driver.testing.scheduler import AllocationError, Allocator, allocate
-
-__all__ = [
-    "APIServer",
-    "AllocationError",
-    "Allocator",
-    "KubeletEmulator",
-    "KubeletError",
-    "LocalCluster",
-    "PluginProcess",
-    "allocate",
-    "claim",
-    "device_class",
-    "exactly",
-    "wait_until",
-]
+# Nothing is imported here: `kubectl dra why` and `devices --class` load the allocator
+# (`allocation`) alone, without the API stand-in, the kubelet emulator and the
+# Kubernetes client the rest of the harness needs.
