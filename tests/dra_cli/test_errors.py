@@ -4,18 +4,16 @@ access refused naming the RBAC verb and resource, no resource.k8s.io/v1, no serv
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from simdra._driver.dra_cli.main import main
 from simdra._driver.testing.kubeconfig import write_kubeconfig
+from tests.dra_cli import refusing
+from tests.dra_cli.without_cel import run_without_cel
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -24,50 +22,13 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return code, out, err
 
 
-class _Answer(BaseHTTPRequestHandler):
-    """403 for every list (as RBAC answers), or 404 for the resource.k8s.io group."""
-
-    mode = "forbidden"
-
-    def do_GET(self) -> None:
-        plural = self.path.split("?")[0].rstrip("/").rsplit("/", 1)[1]
-        if self.mode == "forbidden":
-            group = "resource.k8s.io" if "/apis/resource.k8s.io/" in self.path else ""
-            status = 403, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "reason": "Forbidden", "code": 403, "message": (
-                f'{plural}.{group} is forbidden: User "viewer" cannot list resource '
-                f'"{plural}" in API group "{group}" at the cluster scope')}
-        elif self.path.startswith("/apis/resource.k8s.io/"):
-            status = 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "reason": "NotFound", "code": 404,
-                           "message": "the server could not find the requested resource"}
-        else:
-            status = 200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []}
-        data = json.dumps(status[1]).encode()
-        self.send_response(status[0])
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(params=["forbidden", "no-group"])
 def answering(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A server answering as the mode says, and a kubeconfig for it."""
-    handler = type("Handler", (_Answer,), {"mode": request.param})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        yield request.param, write_kubeconfig(tmp_path / "config", url)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    """A server refusing every resource, or one without resource.k8s.io/v1; a kubeconfig
+    for it."""
+    refuse, serves_dra = (None, True) if request.param == "forbidden" else (frozenset(), False)
+    with refusing.answering(tmp_path / "config", refuse=refuse, serves_dra=serves_dra) as path:
+        yield request.param, path
 
 
 @pytest.mark.parametrize("command", [["devices"], ["top"], ["why", "x"]])
@@ -80,7 +41,7 @@ def test_refused_or_missing_api_is_one_line(answering: tuple[str, Path], command
     if mode == "forbidden":
         verb = "get" if command[0] == "why" else "list"  # why reads the pod first
         assert f"forbidden: cannot {verb} " in err and f"(RBAC verb '{verb}' on " in err
-        assert 'is forbidden: User "viewer" cannot list' in err
+        assert f'is forbidden: User "viewer" cannot {verb} resource' in err  # the server's
         assert any(f"{verb} {resource} (" in err for resource in (
             "resourceslices.resource.k8s.io", "resourceclaims.resource.k8s.io", "pods"))
     else:
@@ -142,3 +103,21 @@ def test_the_console_script_is_declared_and_runs(tmp_path: Path) -> None:
                               text=True, cwd=root, timeout=60, env={"PYTHONPATH": str(root)})
         assert done.returncode == status, done.stderr
     assert done.stderr.count("\n") == 1 and "invalid choice" in done.stderr
+
+
+def test_without_the_cel_extra_each_command_needing_it_says_so(
+        cluster: tuple[object, Path]) -> None:
+    """`why`, `devices --class` and `top --by class` need cel-python (simdra[demo]); a
+    plain install says so in one line, never a traceback or every device "(no class)";
+    `devices` and `top` work without it."""
+    _, kubeconfig = cluster
+    config = ["--kubeconfig", str(kubeconfig)]
+    answers = run_without_cel([["why", "trainer", *config], ["devices", "--class", "gpu", *config],
+                               ["top", "--by", "class", *config], ["top", *config]])
+
+    assert answers[0] == (1, "", "kubectl-dra: why needs simdra[demo] installed "
+                                 "(No module named 'celpy')\n")
+    selectors = ("kubectl-dra: DeviceClass selectors need simdra[demo] installed "
+                 "(No module named 'celpy')\n")
+    assert answers[1] == answers[2] == (1, "", selectors)
+    assert answers[3][0] == 0 and answers[3][1].startswith("NODE ")

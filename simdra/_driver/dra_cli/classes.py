@@ -1,8 +1,8 @@
 """DeviceClass selectors on published devices, with the test harness's CEL evaluator
 (`simdra._driver.testing.allocation.cel`: Kubernetes' DRA CEL environment on cel-python).
 
-Importing the harness loads its package (the API stand-in and the official client with
-it: about 0.8 s), so only `--class`, `top --by class` and `why` pay for it.
+Importing the harness loads its whole package (the API stand-in and the official client
+with it: see the package docstring), so only `--class`, `top --by class` and `why` pay.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def class_matcher(classes: Iterable[Mapping[str, Any]], name: str) -> Matcher:
 
 
 def class_matchers(classes: Iterable[Mapping[str, Any]]) -> dict[str, Matcher]:
-    """Every DeviceClass by name; one whose selectors cannot be compiled matches nothing."""
+    """Every DeviceClass by name; one whose selectors cannot be compiled matches nothing.
+    Without cel-python it is CommandError, not every device shown as "(no class)"."""
+    _require_cel()
     found: dict[str, Matcher] = {}
     for device_class in classes:
         name = str((device_class.get("metadata") or {}).get("name", ""))
@@ -39,16 +41,23 @@ def class_matchers(classes: Iterable[Mapping[str, Any]]) -> dict[str, Matcher]:
     return found
 
 
-def _matcher(device_class: Mapping[str, Any]) -> Matcher:
+def _require_cel() -> None:
+    """CommandError naming the extra when the harness's CEL evaluator cannot load."""
     try:
-        from simdra._driver.testing.allocation.cel import (
-            DeviceView,
-            SelectorError,
-            UnsupportedExpression,
-            compile_selector,
-        )
+        import simdra._driver.testing.allocation.cel  # noqa: F401
     except ImportError as err:  # cel-python missing: simdra[demo] not installed
         raise CommandError(f"DeviceClass selectors need simdra[demo] installed ({err})") from None
+
+
+def _matcher(device_class: Mapping[str, Any]) -> Matcher:
+    _require_cel()
+    from simdra._driver.testing.allocation.cel import (
+        DeviceView,
+        SelectorError,
+        UnsupportedExpression,
+        compile_selector,
+    )
+
     name = (device_class.get("metadata") or {}).get("name", "")
     expressions = [str((s.get("cel") or {}).get("expression", ""))
                    for s in (device_class.get("spec") or {}).get("selectors") or []]
