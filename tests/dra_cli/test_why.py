@@ -27,7 +27,7 @@ def test_a_selector_that_matches_nothing_is_quoted(run: Run) -> None:
     expression = 'device.attributes["gpu.example.com"].model == "A100"'
     assert checks["gpu-1"] == ("selector", f"selector `{expression}` of request req is false")
     assert checks["nic-0"] == (
-        "selector", 'selector `device.driver == "gpu.example.com"` of class gpu is false')
+        "class", 'selector `device.driver == "gpu.example.com"` of class gpu is false')
 
 
 def test_capacity_exhausted(run: Run) -> None:

@@ -5,10 +5,10 @@ structured allocation as the harness follows it).
 For each request (each `firstAvailable` subrequest) every published device gets the
 FIRST check it fails, in the scheduler's order: its pool is incomplete or invalid, its
 node is not the pod's (or not one the pod's nodeSelector allows), a CEL selector of the
-class or request is false (quoted) or fails, then what the harness's `Search.rejection`
-says (a taint not tolerated, already allocated, counters exhausted, capacity left,
-constraints). The verdict runs the harness's search node by node: allocatable now on
-the first node where every request fits, else not allocatable.
+class (stage "class") or of the request ("selector") is false (quoted) or fails, then what
+the harness's `Search.rejection` says (a taint not tolerated, already allocated, counters
+exhausted, capacity left, constraints). The verdict runs the harness's search node by
+node: allocatable now on the first node where every request fits, else not allocatable.
 
 Not modelled (as in the harness): DeviceTaintRules, and slices that select their nodes
 with a nodeSelector (their devices are listed as such, not evaluated).
@@ -37,8 +37,13 @@ from simdra._driver.testing.allocation.taken import Usage
 JSON = dict[str, Any]
 ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 # The checks in the order they are made; a device is reported with the first it fails.
-STAGES = ("pool", "node", "selector", "taint", "allocated", "counters", "constraint",
-          "capacity", "usable")
+# "class": a selector of the request's DeviceClass, "selector": one of the request.
+STAGES = ("pool", "node", "class", "selector", "taint", "allocated", "counters",
+          "constraint", "capacity", "usable")
+# The stages from least to most promising, for listing devices: one its class rejects is
+# not the kind of device asked for, one of an incomplete pool or another node might be.
+PROMISE = ("class", "pool", "node", "selector", "taint", "allocated", "counters",
+           "constraint", "capacity", "usable")
 
 
 @dataclass(frozen=True)
@@ -201,26 +206,28 @@ def _check(search: Search, spec: RequestSpec, device: Candidate, pool_problem: s
     node_problem = placement.rejects(device.node_name)
     if node_problem:
         return DeviceCheck(label, "node", node_problem)
-    selector_problem = _selectors(spec, device)
+    stage, selector_problem = _selectors(spec, device)
     if selector_problem:
-        return DeviceCheck(label, "selector", selector_problem)
+        return DeviceCheck(label, stage, selector_problem)
     rejection = search.rejection(spec, device)
     if rejection is None:
         return DeviceCheck(label, "usable", "usable")
     return DeviceCheck(label, _stage(rejection.reason, rejection.capacity), rejection.reason)
 
 
-def _selectors(spec: RequestSpec, device: Candidate) -> str:
-    """The first selector that is false or fails, quoted ("" when all match)."""
+def _selectors(spec: RequestSpec, device: Candidate) -> tuple[str, str]:
+    """The stage ("class" or "selector") and the first selector that is false or fails,
+    quoted (("", "") when all match)."""
     from_class = len((spec.device_class.get("spec") or {}).get("selectors") or [])
     for index, selector in enumerate(spec.selectors):
-        owner = f"class {spec.class_name}" if index < from_class else f"request {spec.request}"
+        stage, owner = ("class", f"class {spec.class_name}") if index < from_class else (
+            "selector", f"request {spec.request}")
         try:
             if not selector.matches(device.view):
-                return f"selector `{selector.expression}` of {owner} is false"
+                return stage, f"selector `{selector.expression}` of {owner} is false"
         except SelectorError as err:
-            return f"{owner}: {err}"
-    return ""
+            return stage, f"{owner}: {err}"
+    return "", ""
 
 
 def _stage(reason: str, capacity: str | None) -> str:

@@ -112,13 +112,13 @@ def report_text(report: Any, max_devices: int) -> str:
 
 
 def _request_lines(request: Any, max_devices: int) -> list[str]:
-    from simdra._driver.dra_cli.why import STAGES
+    from simdra._driver.dra_cli.why import PROMISE
 
     lines = [f"  request {request.request} (class {request.device_class}, {request.wanted} "
              f"device(s)): {request.usable} of {len(request.devices)} devices usable"]
     if request.problem:
         lines.append(f"    {request.problem}")
-    order = {stage: i for i, stage in enumerate(STAGES)}
+    order = {stage: i for i, stage in enumerate(PROMISE)}
     ranked = sorted(request.devices, key=lambda d: -order.get(d.stage, 0))
     lines += [f"    {d.device}: {d.reason}" for d in ranked[:max_devices]]
     rest = Counter(d.stage for d in ranked[max_devices:])
