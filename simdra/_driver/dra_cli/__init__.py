@@ -11,8 +11,7 @@ and `why_cmd` (why a claim is not allocated, on the test harness's allocator),
 JSON, YAML).
 
 `devices` and `top` import nothing of the harness (a layer contract says so); `why`,
-`--class` and `top --by class` load it, and with it the official client (importing
-`simdra._driver.testing` loads its whole package: about 0.45 s of CPU and 46 MiB, of
-which the allocator and CEL are 0.07 s and 9 MiB; `python -X importtime`), and need
-simdra[demo] installed (cel-python).
+`--class` and `top --by class` load its allocator and CEL evaluator alone (the harness
+package imports nothing itself: about 0.07 s of CPU and 9 MiB, `python -X importtime`),
+and need simdra[demo] installed (cel-python).
 """
