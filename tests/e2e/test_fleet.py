@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,14 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from simdra._driver.fleet.mix import parse_mix
+from simdra._driver.fleet.plan import created_fleet
+from simdra._driver.fleet.pool_plan import plan_inventory
 from simdra._driver.testing.cluster import wait_until
 
 from .conftest import REPO, logs_dir
 from .controlplane import ComponentError, ControlPlane, free_port, record_pid
+from .kubectl_plugin import kubectl_dra_json
 from .kwok import Kwok, build_kwok
 from .realnode import require_feature, served_version
 
@@ -244,6 +249,30 @@ def test_fleet_writes_status_of_claims_the_real_scheduler_allocated(
         wait_until(lambda p=p: written(p), 60,
                    f"the fleet to write status.devices of claim {p.claim['metadata']['name']} "
                    f"(device {p.device['device']} on {p.node}; log: {fleet.log})")
+
+
+def test_fleet_kubectl_dra_top_counts_what_the_fleet_published(
+        control_plane: ControlPlane, fleet: FleetRun, placed: list[Placed]) -> None:
+    """`kubectl dra top` against the fleet's own counts: per node, the devices of its
+    shape in the mix (the fleet's plan: `created_fleet` and `plan_inventory`, what
+    `simdra fleet` publishes) and, allocated, the placed pods' one GPU each; per driver,
+    the fleet's sum and the devices the driver publishes on the run's other nodes."""
+    planned = created_fleet(PREFIX, NODES, parse_mix(MIX), 1)
+    per_shape = {node.shape.name: len(list(plan_inventory(node.name, DRIVER, node.shape)
+                                            .devices())) for node in planned}
+    expected = {node.name: per_shape[node.shape.name] for node in planned}
+    by_node = {g["group"]: g for g in kubectl_dra_json(control_plane, "top")["groups"]}
+    assert {name: by_node[name]["devices"] for name in expected if name in by_node} == expected
+    held = Counter(p.node for p in placed)
+    assert {name: by_node[name]["allocated"] for name in expected
+            if by_node[name]["allocated"]} == dict(held)
+    resource = client.ResourceV1Api(control_plane.api_client())
+    elsewhere = sum(len(s.spec.devices or []) for s in resource.list_resource_slice(
+        field_selector=f"spec.driver={DRIVER}").items if s.spec.node_name not in expected)
+    by_driver = {g["group"]: g for g in kubectl_dra_json(
+        control_plane, "top", "--by", "driver")["groups"]}
+    assert by_driver[DRIVER]["devices"] == sum(expected.values()) + elsewhere
+    assert by_driver[DRIVER]["allocated"] >= PODS
 
 
 def test_fleet_device_noexecute_taint_evicts_its_pod(

@@ -1,0 +1,44 @@
+"""`kubectl dra` as a user runs it: the real kubectl of the run's release finds our
+`kubectl-dra` console script on PATH (the one installed next to this Python, as
+`pip install simdra` puts it) and hands it the arguments.
+
+The kubeconfig comes from $KUBECONFIG: kubectl looks a plugin up only when no flag comes
+before its name, and passes none of its own flags on, so `kubectl --kubeconfig X dra`
+would find no plugin at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .controlplane import ControlPlane
+
+SCRIPT = "kubectl-dra"
+
+
+def kubectl_dra(cp: ControlPlane, *args: str) -> str:
+    """`kubectl dra ARGS` against the run's cluster: its stdout; AssertionError with its
+    exit status and stderr when it fails or writes to stderr."""
+    scripts = Path(sys.executable).parent
+    if not (scripts / SCRIPT).is_file():
+        raise AssertionError(f"no {SCRIPT} next to {sys.executable}: the package is not "
+                             "installed there (hack/venv.sh installs it)")
+    env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig),
+           "PATH": os.pathsep.join([str(scripts), os.environ.get("PATH", "")])}
+    done = subprocess.run([str(cp.kubectl_path), "dra", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+    command = " ".join(["kubectl", "dra", *args])
+    assert done.returncode == 0, f"{command}: exit {done.returncode}: {done.stderr.strip()}"
+    assert done.stderr == "", f"{command}: wrote to stderr: {done.stderr.strip()}"
+    return done.stdout
+
+
+def kubectl_dra_json(cp: ControlPlane, *args: str) -> dict[str, Any]:
+    """`kubectl dra ARGS -o json`, parsed."""
+    found: dict[str, Any] = json.loads(kubectl_dra(cp, *args, "-o", "json"))
+    return found
