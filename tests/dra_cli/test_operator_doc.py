@@ -52,8 +52,10 @@ KUBECONFIGS: dict[str, tuple[frozenset[str], bool]] = {
     "k8s-1.33.yaml": (frozenset(), False),
 }
 # Granted by the page's ClusterRole though no example needs it: `why` reads the
-# namespace of a claim asking for admin access (its label allows that).
-OPTIONAL_GRANTS = {("", "namespaces", "get")}
+# namespace of a claim asking for admin access (its label allows that), and lists the
+# DeviceTaintRules a real cluster serves (the stand-in serves none: not found).
+OPTIONAL_GRANTS = {("", "namespaces", "get"),
+                   ("resource.k8s.io", "devicetaintrules", "list")}
 
 
 # --- the cluster -----------------------------------------------------------------

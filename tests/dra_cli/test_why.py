@@ -4,8 +4,10 @@ selector quoted, capacity, taint, already allocated, node), and a verdict."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from simdra._driver.testing.apiserver import APIServer
 from tests.dra_cli.conftest import Run
 
 
@@ -86,3 +88,24 @@ def test_an_unknown_name_is_one_line(run: Run) -> None:
     assert err == "kubectl-dra: no pod or claim 'nothing-here' in namespace 'default'\n"
     code, _, err = run("why", "deployment/x")
     assert code == 2 and err.count("\n") == 1
+
+
+def test_a_device_taint_rule_counts_as_the_devices_own_taint(
+        run: Run, cluster: tuple[APIServer, Path]) -> None:
+    """As the scheduler counts it (DeviceTaintRules are GA in 1.37): the node's pool
+    drained by a rule sends the claim elsewhere, and `why` names the rule's taint."""
+    server, _ = cluster
+    rule = {"metadata": {"name": "drain-node-1"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com", "pool": "node-1"},
+        "taint": {"key": "example.com/drain", "value": "maintenance", "effect": "NoSchedule"}}}
+    server.put_object("devicetaintrules", rule)
+    try:
+        [report] = _why(run, "want-any")["claims"]
+    finally:
+        server.delete_object("devicetaintrules", "drain-node-1")
+
+    assert _checks(report)["gpu-1"] == (
+        "taint", "has taint example.com/drain=maintenance:NoSchedule, not tolerated")
+    assert report["verdict"].startswith("allocatable now on node node-2")  # not node-1
+    [untainted] = _why(run, "want-any")["claims"]
+    assert _checks(untainted)["gpu-1"] == ("usable", "usable")

@@ -20,6 +20,9 @@ PATHS: dict[str, tuple[str, str]] = {
     "pods": ("/api/v1/pods", "pods"),
     "nodes": ("/api/v1/nodes", "nodes"),
 }
+# DeviceTaintRules (their taints count as the devices' own): v1 from 1.37, before that
+# v1beta2 (1.36) or v1alpha3 (1.35), each only where its API is turned on.
+TAINT_RULE_VERSIONS = ("v1", "v1beta2", "v1alpha3")
 PAGE = 500  # items per page of a LIST, as kubectl pages
 LIST_TIMEOUT = (10.0, 120.0)
 
@@ -33,6 +36,7 @@ class Snapshot:
     classes: list[JSON] = field(default_factory=list)
     pods: list[JSON] = field(default_factory=list)
     nodes: list[JSON] = field(default_factory=list)
+    taint_rules: list[JSON] = field(default_factory=list)
 
 
 class ListFailed(Exception):
@@ -49,17 +53,41 @@ class ListFailed(Exception):
 def gather(client: RestClient, kinds: Iterable[str]) -> Snapshot:
     """The snapshot of `kinds` (names of PATHS), their LISTs made side by side."""
     wanted = sorted(set(kinds))
-    unknown = [k for k in wanted if k not in PATHS]
+    unknown = [k for k in wanted if k not in (*PATHS, "taint_rules")]
     if unknown:
         raise ValueError(f"unknown kinds {unknown}")
     with ThreadPoolExecutor(max_workers=max(1, len(wanted))) as pool:
-        lists = dict(zip(wanted, pool.map(lambda k: list_all(client, k), wanted), strict=True))
+        lists = dict(zip(wanted, pool.map(lambda k: _list_kind(client, k), wanted), strict=True))
     return Snapshot(**lists)
+
+
+def _list_kind(client: RestClient, kind: str) -> list[JSON]:
+    return list_taint_rules(client) if kind == "taint_rules" else list_all(client, kind)
+
+
+def list_taint_rules(client: RestClient) -> list[JSON]:
+    """The cluster's DeviceTaintRules, from the newest version it serves; none when it
+    serves none (the API off, or a release before 1.35)."""
+    from simdra._driver.kubeapi.errors import ApiStatusError
+
+    for version in TAINT_RULE_VERSIONS:
+        path = f"/apis/resource.k8s.io/{version}/devicetaintrules"
+        try:
+            return _list_path(client, path, "devicetaintrules.resource.k8s.io")
+        except ListFailed as failed:
+            cause = failed.cause
+            if not (isinstance(cause, ApiStatusError) and cause.status == 404):
+                raise
+    return []
 
 
 def list_all(client: RestClient, kind: str) -> list[JSON]:
     """Every object of `kind`, page by page; ListFailed on an error."""
     path, resource = PATHS[kind]
+    return _list_path(client, path, resource)
+
+
+def _list_path(client: RestClient, path: str, resource: str) -> list[JSON]:
     items: list[JSON] = []
     token = ""
     while True:

@@ -10,8 +10,9 @@ the harness's `Search.rejection` says (a taint not tolerated, already allocated,
 exhausted, capacity left, constraints). The verdict runs the harness's search node by
 node: allocatable now on the first node where every request fits, else not allocatable.
 
-Not modelled (as in the harness): DeviceTaintRules, and slices that select their nodes
-with a nodeSelector (their devices are listed as such, not evaluated).
+A DeviceTaintRule's taint counts as the device's own, as the scheduler counts it. Not
+modelled (as in the harness): slices that select their nodes with a nodeSelector (their
+devices are listed as such, not evaluated).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from simdra._driver.testing.allocation.requests import (
     parse_requests,
 )
 from simdra._driver.testing.allocation.search import Search
+from simdra._driver.testing.allocation.taint_rules import with_rule_taints
 from simdra._driver.testing.allocation.taken import Usage
 
 JSON = dict[str, Any]
@@ -139,7 +141,7 @@ def explain(claim: Mapping[str, Any], snapshot: Snapshot, placement: Placement,
     except (AllocationError, UnsupportedExpression) as err:
         text = str(err).removeprefix(f"claim {name}: ")
         return ClaimReport(name, False, "not allocatable", error=text)
-    pools = gather_pools(snapshot.slices)
+    pools = gather_pools(with_rule_taints(snapshot.slices, snapshot.taint_rules))
     usage = Usage.from_claims(snapshot.claims, pools, (claim.get("metadata") or {}).get("uid"))
     devices = _all_devices(pools)
     search = Search(claim, requests, constraints, [d for d, _ in devices], usage)

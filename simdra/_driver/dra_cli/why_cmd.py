@@ -35,7 +35,8 @@ def run_why(args: argparse.Namespace, client: RestClient, out: TextIO) -> int:
     if kind and kind not in (*POD_WORDS, *CLAIM_WORDS):
         raise CommandError(f"{args.target!r}: name a pod or a claim (pod/NAME, claim/NAME)", 2)
     wants_nodes = bool(((pod or {}).get("spec") or {}).get("nodeSelector"))
-    snapshot = gather(client, ["slices", "claims", "classes", *(["nodes"] if wants_nodes else [])])
+    snapshot = gather(client, ["slices", "claims", "classes", "taint_rules",
+                               *(["nodes"] if wants_nodes else [])])
     claims, missing = _target_claims(args, pod, name, snapshot)
     placement = why.Placement.of(pod, snapshot.nodes)
     labels = _namespace_labels(client, args.namespace, claims)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kubernetes.client import ApiClient, ResourceV1Api
@@ -58,6 +58,7 @@ from simdra._driver.testing.allocation.requests import (
 )
 from simdra._driver.testing.allocation.result import build_allocation
 from simdra._driver.testing.allocation.search import Search
+from simdra._driver.testing.allocation.taint_rules import with_rule_taints
 from simdra._driver.testing.allocation.taken import Usage
 
 __all__ = ["AllocationError", "Allocator", "UnsupportedExpression", "allocate"]
@@ -73,14 +74,16 @@ def allocate(
     *,
     node_name: str | None = None,
     new_share_id: Callable[[], str] | None = None,
+    taint_rules: Sequence[Mapping[str, Any]] = (),
 ) -> JSON:
     """Compute `status.allocation` for `claim`; raise AllocationError when it cannot fit.
 
     `slices` are ResourceSlice objects, `classes` DeviceClass objects by name, `in_use`
     ResourceClaims whose allocations count as taken (the claim itself, by UID, is
-    skipped). Without `node_name` the nodes that publish devices are tried in name order.
+    skipped), `taint_rules` DeviceTaintRules (their taints count as the devices' own).
+    Without `node_name` the nodes that publish devices are tried in name order.
     """
-    pools = gather_pools(slices)
+    pools = gather_pools(with_rule_taints(slices, taint_rules))
     requests = parse_requests(claim, classes)
     constraints = parse_constraints(claim)
     usage = Usage.from_claims(in_use, pools, (claim.get("metadata") or {}).get("uid"))

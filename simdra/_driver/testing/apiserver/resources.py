@@ -114,7 +114,14 @@ DEVICE_CLASSES = ResourceType(
     RESOURCE_GROUP, "v1", "deviceclasses", "DeviceClass", namespaced=False
 )
 
-ALL = (NODES, PODS, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES, DEVICE_CLASSES)
+# GA in 1.37: a rule's taint counts as if the driver had published it on the device.
+DEVICE_TAINT_RULES = ResourceType(
+    RESOURCE_GROUP, "v1", "devicetaintrules", "DeviceTaintRule", namespaced=False,
+    has_status=True,
+)
+
+ALL = (NODES, PODS, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES, DEVICE_CLASSES,
+       DEVICE_TAINT_RULES)
 _BY_PATH = {(r.group, r.version, r.plural): r for r in ALL}
 _BY_PLURAL = {r.plural: r for r in ALL}
 
