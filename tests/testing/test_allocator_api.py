@@ -106,3 +106,22 @@ def test_allocator_reserves_a_claim_for_a_pod_group(client):
     with pytest.raises(ValueError, match="pod or for its PodGroup"):
         allocator.allocate(NAMESPACE, "group", pod_name="p", pod_uid="u",
                            pod_group=("trainers", "uid-group"))
+
+
+def test_allocator_passes_over_a_device_a_taint_rule_taints(client):
+    """A DeviceTaintRule in the API counts as the device's own taint, as the scheduler
+    counts it: the claim gets the other NIC."""
+    api = ResourceV1Api(client)
+    api.create_device_class(device_class(NIC))
+    api.create_resource_slice(resource_slice(NIC, [{"name": "nic-0"}, {"name": "nic-1"}]))
+    api.create_namespaced_resource_claim(NAMESPACE, claim("one", exactly("nic", NIC)))
+    api.create_device_taint_rule({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+        "metadata": {"name": "drain-nic-0"},
+        "spec": {"deviceSelector": {"driver": NIC, "device": "nic-0"},
+                 "taint": {"key": "example.com/drain", "effect": "NoSchedule"}}})
+
+    written = Allocator(client).allocate(NAMESPACE, "one")
+
+    (result,) = written["status"]["allocation"]["devices"]["results"]
+    assert result["device"] == "nic-1"

@@ -172,7 +172,9 @@ class Allocator:
         slices = self._items(self._api.list_resource_slice)
         classes = {c["metadata"]["name"]: c for c in self._items(self._api.list_device_class)}
         claims = self._items(self._api.list_resource_claim_for_all_namespaces)
-        status["allocation"] = allocate(claim, slices, classes, claims, node_name=node_name)
+        rules = self._items(self._api.list_device_taint_rule)
+        status["allocation"] = allocate(claim, slices, classes, claims, node_name=node_name,
+                                        taint_rules=rules)
         return True
 
     def _read_claim(self, namespace: str, name: str) -> JSON:
