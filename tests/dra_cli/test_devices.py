@@ -96,4 +96,5 @@ def test_the_snapshot_is_one_list_per_kind(cluster, run: Run) -> None:  # type: 
     run("devices", "--class", "gpu")
     counts = server.request_log.counts()
     assert counts == {("list", "resourceslices"): 1, ("list", "resourceclaims"): 1,
-                      ("list", "pods"): 1, ("list", "deviceclasses"): 1}
+                      ("list", "pods"): 1, ("list", "deviceclasses"): 1,
+                      ("list", "devicetaintrules"): 1}

@@ -16,8 +16,8 @@ CLEAR = "\033[H\033[2J"
 
 def run_devices(args: argparse.Namespace, client: RestClient, out: TextIO) -> int:
     """One row per device (filtered by node, driver, class), as a table or document."""
-    kinds = ["slices", "claims", "pods"] + (["classes"] if args.device_class else [])
-    snapshot = gather(client, kinds)
+    kinds = ["slices", "claims", "pods", "taint_rules"]
+    snapshot = gather(client, kinds + (["classes"] if args.device_class else []))
     index = inventory.build(snapshot)
     keep = None
     if args.device_class:

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from simdra._driver.core.quantity import QuantityError, parse_quantity
+from simdra._driver.core.taint_rules import with_rule_taints
 from simdra._driver.dra_cli.gather import Snapshot
 
 JSON = dict[str, Any]
@@ -81,9 +82,10 @@ class Inventory:
 
 
 def build(snapshot: Snapshot) -> Inventory:
-    """The inventory of a snapshot."""
+    """The inventory of a snapshot; a DeviceTaintRule's taint shows as the device's own."""
     inventory = Inventory()
-    for key, slices in _current_pools(snapshot.slices).items():
+    published = with_rule_taints(snapshot.slices, snapshot.taint_rules)
+    for key, slices in _current_pools(published).items():
         _add_pool(inventory, key, slices)
     claims = {claim_name(c): c for c in snapshot.claims}
     for name, claim in claims.items():

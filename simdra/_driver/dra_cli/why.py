@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from simdra._driver.core.taint_rules import with_rule_taints
 from simdra._driver.dra_cli.gather import Snapshot
 from simdra._driver.dra_cli.inventory import claim_name
 from simdra._driver.testing.allocation.cel import SelectorError, UnsupportedExpression
@@ -33,7 +34,6 @@ from simdra._driver.testing.allocation.requests import (
     parse_requests,
 )
 from simdra._driver.testing.allocation.search import Search
-from simdra._driver.testing.allocation.taint_rules import with_rule_taints
 from simdra._driver.testing.allocation.taken import Usage
 
 JSON = dict[str, Any]

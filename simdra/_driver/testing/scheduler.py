@@ -41,6 +41,7 @@ from typing import Any
 from kubernetes.client import ApiClient, ResourceV1Api
 from kubernetes.client.exceptions import ApiException
 
+from simdra._driver.core.taint_rules import with_rule_taints
 from simdra._driver.kube import response_json
 from simdra._driver.testing.allocation.cel import UnsupportedExpression
 from simdra._driver.testing.allocation.diagnose import explain
@@ -58,7 +59,6 @@ from simdra._driver.testing.allocation.requests import (
 )
 from simdra._driver.testing.allocation.result import build_allocation
 from simdra._driver.testing.allocation.search import Search
-from simdra._driver.testing.allocation.taint_rules import with_rule_taints
 from simdra._driver.testing.allocation.taken import Usage
 
 __all__ = ["AllocationError", "Allocator", "UnsupportedExpression", "allocate"]
