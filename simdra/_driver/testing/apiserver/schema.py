@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -63,9 +64,20 @@ def _compiler(directory: Path) -> _Compiler:
     return _Compiler(definitions["$defs"])
 
 
+# The stand-in serves requests on many threads, and a compiler shares its `$ref`s between
+# kinds: a ref still being compiled is a placeholder that must not be called yet, so one
+# kind is compiled at a time.
+_COMPILING = threading.Lock()
+
+
 @functools.cache
 def validator_for(kind: str, api_version: str, version: str = DEFAULT_VERSION) -> Check:
     """The compiled check of one kind, e.g. ("ResourceSlice", "resource.k8s.io/v1")."""
+    with _COMPILING:
+        return _compile(kind, api_version, version)
+
+
+def _compile(kind: str, api_version: str, version: str) -> Check:
     directory = schema_dir(version)
     # Same file naming as kubernetes_validate: resource.k8s.io/v1 -> resource-v1.
     suffix = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
