@@ -90,6 +90,18 @@ class TwoLineCondition(DeviceKind):
 class PrepareOnlySkipped(DeviceKind):
     name = "crypto8"
     skip_node_operations = ("NodePrepareResources",)
+
+
+class HalfHandler:
+    api_version, kind, device_type = "crypto.example.com/v1", "Half", "crypto9"
+
+    def decode(self, fields): return None
+    def env(self, config): return []
+
+
+class HalfHandlerKind(DeviceKind):
+    name = "crypto9"
+    config_handlers = (HalfHandler(),)
 '''
 
 
@@ -158,6 +170,11 @@ CASES = {
         ["{m}:PrepareOnlySkipped"],
         ["kind {m}:PrepareOnlySkipped", "skip_node_operations ('NodePrepareResources',)",
          "use ('*',) or ('NodePrepareResources', 'NodeUnprepareResources')"]),
+    "a config handler without all four methods": (
+        ["{m}:HalfHandlerKind"],
+        ["kind {m}:HalfHandlerKind", "config handler HalfHandler has no problems(), "
+         "device_problems()", "a ConfigHandler implements decode, problems, device_problems, "
+         "env (return [] where there is nothing to check)"]),
     "a class the module does not have": (
         ["{m}:Missing"],
         ["kind '{m}:Missing'", "module {m} has no attribute 'Missing'",

@@ -151,11 +151,27 @@ def _declaration_problems(kind: type[DeviceKind]) -> list[str]:
                         f"skipNodeOperations; use ('*',) or ('NodePrepareResources', "
                         f"'NodeUnprepareResources')")
     for handler in kind.config_handlers:
-        if handler.device_type != kind.name:
+        problems += _handler_problems(handler)
+        if getattr(handler, "device_type", None) != kind.name:
             problems.append(f"config kind {handler.kind} configures devices of type "
                             f"{handler.device_type!r}, not {kind.name!r}; set its device_type "
                             f"to {kind.name!r}")
     return problems
+
+
+# What every ConfigHandler implements (a Protocol: nothing checks it until a prepare calls
+# the missing one, which would then fail every claim that uses the config).
+_HANDLER_METHODS = ("decode", "problems", "device_problems", "env")
+
+
+def _handler_problems(handler: ConfigHandler) -> list[str]:
+    name = type(handler).__name__
+    missing = [m for m in _HANDLER_METHODS if not callable(getattr(handler, m, None))]
+    if missing:
+        return [f"config handler {name} has no {', '.join(f'{m}()' for m in missing)}; a "
+                f"ConfigHandler implements {', '.join(_HANDLER_METHODS)} (return [] where "
+                "there is nothing to check)"]
+    return []
 
 
 def _check_pairs(registered: Sequence[type[DeviceKind]], new: type[DeviceKind]) -> None:
