@@ -114,8 +114,9 @@ def harness_verdict(case: Case) -> Verdict:
         slices = case.republished if last and case.republished is not None else case.slices
         claim = claim_object(case, index)
         try:
-            claim["status"] = {"allocation": allocate(claim, slices, classes, allocated,
-                                                      node_name=NODE)}
+            claim["status"] = {"allocation": allocate(
+                claim, slices, classes, allocated, node_name=NODE,
+                taint_rules=case.taint_rules)}
         except AllocationError:
             lines += result_lines(index, None)
             continue
@@ -337,9 +338,13 @@ CASES = [
          (devices(exactly(tolerations=[{"key": "other", "operator": "Exists"}])),)),
     Case("taint rule: taints a device", TWO_GPUS, (devices(exactly()),),
          taint_rules=({"deviceSelector": {"driver": DRIVER, "pool": "pool-a",
-                                          "device": "gpu-0"}, "taint": taint()},),
-         harness=("#0 r pool-a/gpu-0",),
-         why="the harness does not read DeviceTaintRules; the scheduler applies their taints"),
+                                          "device": "gpu-0"}, "taint": taint()},)),
+    Case("taint rule: a pool-wide rule, tolerated", TWO_GPUS,
+         (devices(exactly(tolerations=TOLERATE)),),
+         taint_rules=({"deviceSelector": {"pool": "pool-a"}, "taint": taint()},)),
+    Case("taint rule: a rule for another driver", TWO_GPUS, (devices(exactly()),),
+         taint_rules=({"deviceSelector": {"driver": "other.example.com"},
+                       "taint": taint()},)),
     # -- admin access
     Case("admin: device already used", ONE_GPU,
          (devices(exactly()), devices(exactly(adminAccess=True)))),

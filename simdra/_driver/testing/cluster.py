@@ -83,13 +83,10 @@ class PluginProcess:
 
 
 class LocalCluster:
-    """One node of a DRA cluster, in one directory. A context manager.
-
-    What a test reaches: `api` (the API server stand-in: `put_object`, `get_object`,
-    `delete_object`, e.g. a DeviceClass of its own), `api_client` (the official client's
-    ApiClient for it, once entered), `kubelet` (the kubelet emulator), `cdi_root` (where
-    the plugin writes CDI specs), `workdir`, `node_name` and `driver_name`.
-    """
+    """One node of a DRA cluster, in one directory. A context manager. A test reaches
+    `api` (the API server stand-in: `put_object`, `get_object`, `delete_object`, e.g. its
+    own DeviceClass), `api_client` (the official client's ApiClient, once entered),
+    `kubelet` (the kubelet emulator), `cdi_root`, `workdir`, `node_name`, `driver_name`."""
 
     def __init__(
         self,
