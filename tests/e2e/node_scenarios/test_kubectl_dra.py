@@ -194,10 +194,21 @@ def _allocated_now(kube: Kube, pod: str, device: str) -> None:
     assert report["results"] == [f"{DRIVER}/{result['pool']}/{device} (dev)"]
 
 
+def _stages(checks: dict[str, JSON], kind: str) -> dict[str, set[str]]:
+    """The stages the node's devices failed at: the devices of `kind` ("gpu", "nic") on
+    the request's own selector, the others on their DeviceClass's."""
+    stages: dict[str, set[str]] = {"same": set(), "other": set()}
+    for name, check in checks.items():
+        stages["same" if name.startswith(f"{kind}-") else "other"].add(check["stage"])
+    return stages
+
+
 def _only(checks: dict[str, JSON], device: str) -> JSON:
-    """The check of `device`; every other device of the node fails on a selector."""
+    """The check of `device`; every other device of its kind fails on the request's
+    selector, every device of another kind on the class."""
     found = checks.pop(device)
-    assert {d["stage"] for d in checks.values()} == {"selector"}, checks
+    assert _stages(checks, device.split("-")[0]) == {"same": {"selector"},
+                                                     "other": {"class"}}, checks
     return found
 
 
@@ -263,7 +274,7 @@ def test_node_kubectl_dra_why_quotes_the_selector_nothing_matches(kube: Kube) ->
     [selector] = device_class["spec"]["selectors"]
     by_class = f"selector `{selector['cel']['expression']}` of class {GPU} is false"
     assert {d["reason"] for name, d in checks.items() if name not in gpus} == {by_class}
-    assert {d["stage"] for d in checks.values()} == {"selector"}
+    assert _stages(checks, "gpu") == {"same": {"selector"}, "other": {"class"}}
     text = kubectl_dra(kube.cp, "why", "no-match", "-n", NAMESPACE)  # a bare name: the pod
     assert f": {quoted}" in text and f"  verdict: {NOT_ALLOCATABLE}" in text
     _still_unschedulable(kube, "no-match")
