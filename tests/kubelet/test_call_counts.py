@@ -17,6 +17,7 @@ from simdra._driver.claims.types import ClaimRef
 from simdra._driver.kubelet.early import EarlyKubelet, serve_kubelet_early
 from simdra._driver.kubelet.gen import pluginregistration_v1_pb2 as regpb
 from simdra._driver.kubelet.gen import pluginregistration_v1_pb2_grpc as regpb_grpc
+from simdra._driver.kubelet.healthcheck import probe_unix_socket
 from simdra._driver.observability.metrics import PluginMetrics
 from simdra._driver.testing.kubelet import KubeletEmulator
 
@@ -123,6 +124,20 @@ def test_a_method_the_plugin_does_not_serve_counts_under_unknown(
             call(b"", timeout=10)
 
     assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    key = ("unknown", "unknown", "UNIMPLEMENTED")
+    assert _wait_for_count(early, key)[key] == 1
+
+
+def test_the_plugins_own_liveness_probe_of_its_sockets_is_no_kubelet_call(
+    early: EarlyKubelet, dirs: Dirs
+) -> None:
+    assert probe_unix_socket(dirs.dra_socket, 10)
+    assert probe_unix_socket(dirs.registration_socket, 10)
+    # A call counted after the probes: once it shows, the probes would have too.
+    with grpc.insecure_channel(f"unix:{dirs.dra_socket}") as channel, \
+            pytest.raises(grpc.RpcError):
+        channel.unary_unary("/example.Nope/Call")(b"", timeout=10)
+
     key = ("unknown", "unknown", "UNIMPLEMENTED")
     assert _wait_for_count(early, key)[key] == 1
 

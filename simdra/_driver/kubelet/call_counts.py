@@ -12,7 +12,10 @@ service is the name the plugin advertises for it ("v1.DRAPlugin", "v1beta1.DRAPl
 code is the status the call ended with ("OK", "UNKNOWN" for an exception or a rejected
 registration, ...), "CANCELLED" when the kubelet gave up on it first (closed a health
 stream, or its deadline passed before the answer); a method the plugin does not serve
-counts as service and method "unknown", code "UNIMPLEMENTED".
+counts as service and method "unknown", code "UNIMPLEMENTED". The plugin's own liveness
+probe of its sockets (`simdra._driver.kubelet.healthcheck`: a method no server serves,
+called on both sockets at each of the DaemonSet's probes) is no kubelet call and is not
+counted.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import grpc
 
+from simdra._driver.kubelet.healthcheck import PROBE_METHOD
 from simdra._driver.kubelet.services import advertised_name
 
 OK, CANCELLED, UNKNOWN = "OK", "CANCELLED", "UNKNOWN"
@@ -70,7 +74,8 @@ class CallCounter(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc has no 
         """The method's handler, wrapped to count the call when it ends."""
         handler = continuation(handler_call_details)
         if handler is None:  # gRPC answers UNIMPLEMENTED
-            self.calls.add(*UNSERVED, "UNIMPLEMENTED")
+            if handler_call_details.method != PROBE_METHOD:
+                self.calls.add(*UNSERVED, "UNIMPLEMENTED")
             return None
         service, method = service_and_method(handler_call_details.method)
         record = _Recorder(self.calls, service, method)
