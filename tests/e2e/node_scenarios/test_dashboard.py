@@ -83,18 +83,30 @@ def start_and_stop_pods(kube: Kube) -> None:
         time.sleep(PAUSE_SECONDS)
 
 
+def has_data(prom: Prometheus, expr: str) -> bool:
+    """Whether `expr` gives a finite value now (a NaN draws nothing in Grafana); a query
+    Prometheus refuses raises PrometheusError, which names it."""
+    return any(math.isfinite(float(s["value"][1])) for s in prom.query(expr, time.time()))
+
+
 def without_data(prom: Prometheus, queries: list[tuple[str, str]], timeout: float = 30
                  ) -> list[str]:
-    """`panel: query` for each (panel, PromQL) with no finite value now, after waiting up to
-    `timeout` for the last scrapes to land."""
+    """`'panel': query` for each (panel, PromQL) with no finite value now, after waiting
+    up to `timeout` for the last scrapes to land; a refused query with its error."""
     waiting = list(queries)
+    refused: list[str] = []
     deadline = time.monotonic() + timeout
     while waiting and time.monotonic() < deadline:
         time.sleep(SCRAPE_SECONDS)
-        waiting = [(title, expr) for title, expr in waiting
-                   if not any(math.isfinite(float(s["value"][1]))
-                              for s in prom.query(expr, time.time()))]
-    return [f"{title!r}: {expr}" for title, expr in waiting]
+        still = []
+        for title, expr in waiting:
+            try:
+                if not has_data(prom, expr):
+                    still.append((title, expr))
+            except PrometheusError as err:
+                refused.append(f"{title!r}: {err}")
+        waiting = still
+    return refused + [f"{title!r}: {expr}" for title, expr in waiting]
 
 
 def legend(template: str, labels: dict[str, str]) -> str:
