@@ -62,7 +62,13 @@ class Cluster:
     def fleet_kubeconfig(self) -> Path:
         """A kubeconfig of the fleet's own service account (cluster-admin by RBAC, its
         requests in FlowSchema FLOW_SCHEMA)."""
-        api, (ns, name) = self.admin(), FLEET_ACCOUNT
+        return self.counted_kubeconfig(FLEET_ACCOUNT, FLOW_SCHEMA,
+                                       self.workdir / "fleet.kubeconfig")
+
+    def counted_kubeconfig(self, account: tuple[str, str], schema: str, path: Path) -> Path:
+        """A kubeconfig of service account `account` (namespace, name), cluster-admin by
+        RBAC, whose every request the server counts under FlowSchema `schema`."""
+        api, (ns, name) = self.admin(), account
         api.call("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
                  {"metadata": {"name": name}})
         api.call("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
@@ -70,25 +76,29 @@ class Cluster:
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                         "name": "cluster-admin"},
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]})
-        api.call("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", _flow_schema())
+        api.call("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+                 _flow_schema(account, schema))
         token = api.call("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token",
                          {"spec": {"expirationSeconds": 86400}})["status"]["token"]
-        return self.cp.write_kubeconfig(self.workdir / "fleet.kubeconfig", token=token,
-                                        user=name)
+        return self.cp.write_kubeconfig(path, token=token, user=name)
 
     def fleet_requests(self) -> float:
         """Requests the API server dispatched for the fleet so far."""
+        return self.counted_requests(FLOW_SCHEMA)
+
+    def counted_requests(self, schema: str) -> float:
+        """Requests the API server dispatched so far in FlowSchema `schema`."""
         text = self.admin().metrics()
         return metric_sum(text, "apiserver_flowcontrol_dispatched_requests_total",
-                          flow_schema=FLOW_SCHEMA)
+                          flow_schema=schema)
 
 
-def _flow_schema() -> dict[str, object]:
+def _flow_schema(account: tuple[str, str], schema: str) -> dict[str, object]:
     every = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": True,
              "namespaces": ["*"]}
-    ns, name = FLEET_ACCOUNT
+    ns, name = account
     return {
-        "metadata": {"name": FLOW_SCHEMA},
+        "metadata": {"name": schema},
         "spec": {
             "matchingPrecedence": 100,  # before the built-in service-accounts schema
             "priorityLevelConfiguration": {"name": "workload-high"},
