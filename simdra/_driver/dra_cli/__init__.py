@@ -7,8 +7,9 @@ failure as one line), `gather` (one paged LIST per resource kind into a `Snapsho
 `inventory` (the snapshot indexed: devices, holders, counters, health), `view` (device
 rows, pure), `top` (totals per group, pure), `commands` (`devices` and `top`), `why`
 and `why_cmd` (why a claim is not allocated, on the test harness's allocator),
-`classes` (DeviceClass CEL selectors, on the harness's evaluator), `render` (tables,
-JSON, YAML).
+`classes` (DeviceClass CEL selectors, on the harness's evaluator), `selectors` (one
+selector evaluation for all the devices alike to it: what `why` and `--class` cost at
+1,000 nodes), `render` (tables, JSON, YAML).
 
 `devices` and `top` import nothing of the harness (a layer contract says so); `why`,
 `--class` and `top --by class` load its allocator and CEL evaluator alone (the harness

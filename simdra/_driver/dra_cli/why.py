@@ -24,6 +24,7 @@ from typing import Any
 from simdra._driver.core.taint_rules import with_rule_taints
 from simdra._driver.dra_cli.gather import Snapshot
 from simdra._driver.dra_cli.inventory import claim_name
+from simdra._driver.dra_cli.selectors import SharedSearch, SharedSelectors
 from simdra._driver.testing.allocation.cel import SelectorError, UnsupportedExpression
 from simdra._driver.testing.allocation.errors import AllocationError
 from simdra._driver.testing.allocation.pools import Candidate, Pool, gather_pools, unusable_pools
@@ -33,7 +34,6 @@ from simdra._driver.testing.allocation.requests import (
     parse_constraints,
     parse_requests,
 )
-from simdra._driver.testing.allocation.search import Search
 from simdra._driver.testing.allocation.taken import Usage
 
 JSON = dict[str, Any]
@@ -144,11 +144,13 @@ def explain(claim: Mapping[str, Any], snapshot: Snapshot, placement: Placement,
     pools = gather_pools(with_rule_taints(snapshot.slices, snapshot.taint_rules))
     usage = Usage.from_claims(snapshot.claims, pools, (claim.get("metadata") or {}).get("uid"))
     devices = _all_devices(pools)
-    search = Search(claim, requests, constraints, [d for d, _ in devices], usage)
+    shared = SharedSelectors()  # one result for the devices that look alike to a selector
+    search = SharedSearch(claim, requests, constraints, [d for d, _ in devices], usage,
+                          shared=shared)
     reports = tuple(
         _request_report(search, spec, devices, placement, namespace_labels)
         for alternatives in requests for spec in alternatives)
-    verdict, node = _verdict(claim, requests, constraints, pools, usage, placement)
+    verdict, node = _verdict(claim, requests, constraints, pools, usage, placement, shared)
     if node is None and verdict.startswith("not") and all(r.usable for r in reports):
         verdict += " (each request has usable devices, but not all together on one node)"
     return ClaimReport(name, False, verdict, node=node, requests=reports)
@@ -187,7 +189,7 @@ def _all_devices(pools: list[Pool]) -> list[tuple[Candidate, str]]:
     return found
 
 
-def _request_report(search: Search, spec: RequestSpec,
+def _request_report(search: SharedSearch, spec: RequestSpec,
                     devices: list[tuple[Candidate, str]], placement: Placement,
                     namespace_labels: Mapping[str, str] | None) -> RequestReport:
     problem = ""
@@ -200,7 +202,7 @@ def _request_report(search: Search, spec: RequestSpec,
     return RequestReport(spec.result_name, spec.class_name, wanted, problem, checks)
 
 
-def _check(search: Search, spec: RequestSpec, device: Candidate, pool_problem: str,
+def _check(search: SharedSearch, spec: RequestSpec, device: Candidate, pool_problem: str,
            placement: Placement) -> DeviceCheck:
     label = f"{device.node_name or '*'}/{device.driver}/{device.pool}/{device.name}"
     if pool_problem:
@@ -208,7 +210,7 @@ def _check(search: Search, spec: RequestSpec, device: Candidate, pool_problem: s
     node_problem = placement.rejects(device.node_name)
     if node_problem:
         return DeviceCheck(label, "node", node_problem)
-    stage, selector_problem = _selectors(spec, device)
+    stage, selector_problem = _selectors(search.shared, spec, device)
     if selector_problem:
         return DeviceCheck(label, stage, selector_problem)
     rejection = search.rejection(spec, device)
@@ -217,7 +219,8 @@ def _check(search: Search, spec: RequestSpec, device: Candidate, pool_problem: s
     return DeviceCheck(label, _stage(rejection.reason, rejection.capacity), rejection.reason)
 
 
-def _selectors(spec: RequestSpec, device: Candidate) -> tuple[str, str]:
+def _selectors(shared: SharedSelectors, spec: RequestSpec,
+               device: Candidate) -> tuple[str, str]:
     """The stage ("class" or "selector") and the first selector that is false or fails,
     quoted (("", "") when all match)."""
     from_class = len((spec.device_class.get("spec") or {}).get("selectors") or [])
@@ -225,7 +228,7 @@ def _selectors(spec: RequestSpec, device: Candidate) -> tuple[str, str]:
         stage, owner = ("class", f"class {spec.class_name}") if index < from_class else (
             "selector", f"request {spec.request}")
         try:
-            if not selector.matches(device.view):
+            if not shared.matches(selector, device):
                 return stage, f"selector `{selector.expression}` of {owner} is false"
         except SelectorError as err:
             return stage, f"{owner}: {err}"
@@ -246,7 +249,7 @@ def _stage(reason: str, capacity: str | None) -> str:
 
 def _verdict(claim: Mapping[str, Any], requests: list[list[RequestSpec]],
              constraints: list[Constraint], pools: list[Pool], usage: Usage,
-             placement: Placement) -> tuple[str, str | None]:
+             placement: Placement, shared: SharedSelectors) -> tuple[str, str | None]:
     """("allocatable now on node X: devices" or "not allocatable now", node)."""
     by_node: dict[str | None, list[Candidate]] = {}
     for pool in pools:
@@ -263,7 +266,8 @@ def _verdict(claim: Mapping[str, Any], requests: list[list[RequestSpec]],
             continue
         candidates = [*by_node.get(node, []), *everywhere] if node else everywhere
         try:
-            picks = Search(claim, requests, constraints, candidates, usage).run()
+            picks = SharedSearch(claim, requests, constraints, candidates, usage,
+                                 shared=shared).run()
         except (AllocationError, SelectorError) as err:  # fails this node, as the scheduler
             errors.append(f"node {node}: {str(err).removeprefix(f'claim {claim_name(claim)}: ')}")
             continue
