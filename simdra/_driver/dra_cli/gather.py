@@ -1,5 +1,10 @@
 """The cluster read into one `Snapshot`: one paged LIST per resource kind, the kinds
-listed side by side, never a request per device, node or pod."""
+listed side by side, never a request per device, node or pod.
+
+Each page is trimmed as it comes, so that a command holds what it reads, not the
+cluster: no object keeps its managedFields, and of the pods (most of a cluster's bytes:
+3,000 pods with claims are about 15 MB of JSON) only those that report a device's health
+are kept, with only what `inventory` reads of them."""
 
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ class Snapshot:
     slices: list[JSON] = field(default_factory=list)
     claims: list[JSON] = field(default_factory=list)
     classes: list[JSON] = field(default_factory=list)
-    pods: list[JSON] = field(default_factory=list)
+    pods: list[JSON] = field(default_factory=list)  # those reporting health (pod_health)
     nodes: list[JSON] = field(default_factory=list)
     taint_rules: list[JSON] = field(default_factory=list)
 
@@ -98,10 +103,35 @@ def _list_path(client: RestClient, path: str, resource: str) -> list[JSON]:
             answer = client.request("GET", path, query=query, timeout=LIST_TIMEOUT)
         except Exception as err:  # turned into one line by connect.error_line
             raise ListFailed("list", resource, path, err) from err
-        items.extend(answer.get("items") or [])
+        items.extend(_trimmed(kind, answer.get("items") or []))
         token = (answer.get("metadata") or {}).get("continue") or ""
         if not token:
             return items
+
+
+def _trimmed(kind: str, page: list[JSON]) -> list[JSON]:
+    for item in page:
+        (item.get("metadata") or {}).pop("managedFields", None)  # a third of their bytes
+    if kind != "pods":
+        return page
+    return [trimmed for pod in page if (trimmed := pod_health(pod)) is not None]
+
+
+def pod_health(pod: JSON) -> JSON | None:
+    """What `inventory` reads of a pod: its name, its claims' names and its containers'
+    allocatedResourcesStatus; None for a pod none of whose containers reports any."""
+    status = pod.get("status") or {}
+    containers = [{"allocatedResourcesStatus": c["allocatedResourcesStatus"]}
+                  for c in [*(status.get("initContainerStatuses") or []),
+                            *(status.get("containerStatuses") or [])]
+                  if c.get("allocatedResourcesStatus")]
+    if not containers:
+        return None
+    meta = pod.get("metadata") or {}
+    return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "spec": {"resourceClaims": (pod.get("spec") or {}).get("resourceClaims")},
+            "status": {"resourceClaimStatuses": status.get("resourceClaimStatuses"),
+                       "containerStatuses": containers}}
 
 
 def get_object(client: RestClient, kind: str, namespace: str, name: str) -> JSON | None:

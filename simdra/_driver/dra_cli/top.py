@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from simdra._driver.core.quantity import quantity_text
-from simdra._driver.dra_cli.view import Amount, DeviceRow, natural
+from simdra._driver.dra_cli.view import Amount, DeviceRow, natural, quantity_text
 
 JSON = dict[str, Any]
 TOTAL = "(all)"

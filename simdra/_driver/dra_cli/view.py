@@ -8,17 +8,25 @@ nothing (as in the scheduler): they are listed among the holders, marked.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from simdra._driver.core.quantity import quantity_text
+from simdra._driver.core import quantity as _quantity
 from simdra._driver.dra_cli.inventory import Device, Holder, Inventory, quantity
 
 JSON = dict[str, Any]
 SUMMARY_ATTRIBUTES = 3  # attributes a narrow table shows per device
+
+
+@functools.lru_cache(maxsize=4096)
+def quantity_text(value: Fraction) -> str:
+    """A quantity as Kubernetes writes it; cached, as a fleet's 8,000 GPUs show the same
+    few amounts (80Gi, 0) and formatting one takes tens of microseconds."""
+    return _quantity.quantity_text(value)
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,7 @@ def holder_text(holder: Holder) -> str:
     return f"{holder.claim}{marks} -> {pods}"
 
 
+@functools.lru_cache(maxsize=65536)  # pools and devices sort many times by few names
 def natural(text: str) -> tuple[tuple[int, str], ...]:
     """A sort key that orders `gpu-2` before `gpu-10`."""
     return tuple((int(part), "") if part.isdigit() else (-1, part)
