@@ -30,16 +30,16 @@ from simdra._driver.atomicfile import remove_durable as _remove_durable
 from simdra._driver.atomicfile import safe_child as _safe_child
 from simdra._driver.atomicfile import write_atomic as _write_atomic
 from simdra._driver.builtins import BUILTIN
-from simdra._driver.claims.allocation import parse_claim as _parse_claim
-from simdra._driver.claims.cdi import encode_spec as _encode_spec
-from simdra._driver.claims.cdi import render_spec as _render_spec
-from simdra._driver.claims.cdi import spec_file_name as _spec_file_name
-from simdra._driver.claims.checkpoint import Checkpoint as _Checkpoint
-from simdra._driver.claims.errors import ClaimError as _ClaimError
 from simdra._driver.claims.ledger import CapacityLedger as _CapacityLedger
-from simdra._driver.claims.plan import plan_prepare as _plan_prepare
-from simdra._driver.claims.preparer import Preparer as _Preparer
-from simdra._driver.claims.status import ClaimStatusWriter as _ClaimStatusWriter
+from simdra._driver.claims.plan.allocation import parse_claim as _parse_claim
+from simdra._driver.claims.plan.cdi import encode_spec as _encode_spec
+from simdra._driver.claims.plan.cdi import render_spec as _render_spec
+from simdra._driver.claims.plan.cdi import spec_file_name as _spec_file_name
+from simdra._driver.claims.plan.prepared import plan_prepare as _plan_prepare
+from simdra._driver.claims.prepare.transaction import Preparer as _Preparer
+from simdra._driver.claims.status.writer import ClaimStatusWriter as _ClaimStatusWriter
+from simdra._driver.claims.store.checkpoint import Checkpoint as _Checkpoint
+from simdra._driver.claims.types import ClaimError as _ClaimError
 from simdra._driver.claims.types import ClaimRef as _ClaimRef
 from simdra._driver.config import Config
 from simdra._driver.core.health import DeviceHealth, HealthStatus

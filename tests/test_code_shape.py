@@ -1,7 +1,15 @@
-"""The driver's code stays in pieces a reader can hold: no module over 400 lines, no
-function over 40, so that each file is named for one role and each function can be read
-at once. The generated gRPC stubs (simdra/_driver/kubelet/gen) are left out; they are not ours.
+"""The driver's code stays in pieces a reader can hold.
 
+Functions: no function over 40 lines, so that each can be read at once; a longer one
+fails here.
+
+Modules: about 400 lines is a review guideline, not a wall (docs/architecture.md, "How
+the code is cut"). A module is cut by concept, never by size: a concept that needs 450
+lines stays in one file rather than being split into slivers that one call then walks
+through, and a reviewer asks whether a module over 400 lines still holds one concept.
+Only a clearly pathological size, over 600 lines, fails here.
+
+The generated gRPC stubs (simdra/_driver/kubelet/gen) are left out; they are not ours.
 A failure names every file and function over its limit, with its length.
 """
 
@@ -12,7 +20,8 @@ from pathlib import Path
 
 DRIVER = Path(__file__).resolve().parent.parent / "simdra" / "_driver"
 GENERATED = DRIVER / "kubelet" / "gen"
-MAX_FILE_LINES = 400
+FILE_LINES_GUIDELINE = 400  # for reviews: stated here and in docs/architecture.md
+MAX_FILE_LINES = 600  # a module longer than this is no longer one concept
 MAX_FUNCTION_LINES = 40
 
 
@@ -37,17 +46,18 @@ def _long_functions(path: Path) -> list[str]:
 def test_the_checks_see_the_driver_sources() -> None:
     """Guards the two checks below against passing because they read nothing."""
     names = {p.relative_to(DRIVER).as_posix() for p in _sources()}
-    assert {"claims/preparer.py", "plugin.py"} <= names
+    assert {"claims/prepare/transaction.py", "plugin.py"} <= names
     assert not any(name.startswith("kubelet/gen/") for name in names)
 
 
-def test_no_driver_module_is_over_400_lines() -> None:
+def test_no_driver_module_is_pathologically_long() -> None:
     too_long = [
         f"{path.relative_to(DRIVER.parent)} ({lines} lines)"
         for path in _sources()
         if (lines := len(path.read_text().splitlines())) > MAX_FILE_LINES
     ]
-    assert not too_long, f"modules over {MAX_FILE_LINES} lines: " + ", ".join(too_long)
+    assert not too_long, (f"modules over {MAX_FILE_LINES} lines (the guideline is "
+                          f"{FILE_LINES_GUIDELINE}): " + ", ".join(too_long))
 
 
 def test_no_driver_function_is_over_40_lines() -> None:

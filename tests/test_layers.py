@@ -66,9 +66,10 @@ def test_the_package_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     # One lane importing the other.
     ("lanes", "simdra._driver.slices.desired", "import simdra._driver.claims.types"),
     # The claim lane importing the layer above it.
-    ("layers", "simdra._driver.claims.plan", "import simdra._driver.slices.api"),
+    ("layers", "simdra._driver.claims.plan.prepared", "import simdra._driver.slices.api"),
     # A built-in kind reaching past the public API into the internals.
-    ("kinds-on-public-api", "simdra._driver.kinds.nic", "from simdra._driver.claims import env"),
+    ("kinds-on-public-api", "simdra._driver.kinds.nic",
+     "from simdra._driver.claims.plan import cdi"),
     # The internals importing the public face above them.
     ("public-face-on-top", "simdra._driver.devices.model", "import simdra.runtime"),
     ("public-face-on-top", "simdra._driver.cli.run", "from simdra import testing"),

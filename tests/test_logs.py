@@ -36,14 +36,14 @@ def json_lines(stream: io.StringIO) -> list[dict[str, str]]:
 
 def test_json_lines_carry_message_level_and_claim_context(output):
     configure_logging("json", 0, stream=output)
-    log = logging.getLogger("simdra._driver.claims.preparer")
+    log = logging.getLogger("simdra._driver.claims.prepare")
     with log_context(claim="default/web", claim_uid=UID):
         log.info("prepared %s", "web")
     log.info("outside")
 
     inside, outside = json_lines(output)
     assert inside["msg"] == "prepared web"
-    assert (inside["level"], inside["logger"]) == ("INFO", "simdra._driver.claims.preparer")
+    assert (inside["level"], inside["logger"]) == ("INFO", "simdra._driver.claims.prepare")
     assert (inside["claim"], inside["claim_uid"]) == ("default/web", UID)
     assert inside["ts"].endswith("Z") and "T" in inside["ts"]
     assert "claim_uid" not in outside
@@ -148,7 +148,7 @@ def test_reconfiguring_replaces_the_handler_and_bad_values_are_refused(output):
 def test_text_lines_cannot_be_forged_by_values_from_the_api(output):
     configure_logging("text", 0, stream=output)
     forged = "web\n2026-01-01T00:00:00.000Z ERROR simdra._driver.claims: forged"
-    log = logging.getLogger("simdra._driver.claims.preparer")
+    log = logging.getLogger("simdra._driver.claims.prepare")
     with log_context(claim=f"default/{forged}", claim_uid="u\r\x1b[2J"):
         log.warning("prepare of %s failed", forged)
         try:

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from simdra._driver.atomicfile import SYNC_THREAD_PREFIX
-from simdra._driver.claims.reconcile_plan import CLAIM_DELETED, GONE, READ_RESULTS, REASONS
-from simdra._driver.claims.reconciler import IN_USE, KEPT_WHY
+from simdra._driver.claims.reconcile.plan import CLAIM_DELETED, GONE, READ_RESULTS, REASONS
+from simdra._driver.claims.reconcile.reconciler import IN_USE, KEPT_WHY
 from simdra._driver.claims.types import ClaimRef, PrepareResult, UnprepareResult
 from simdra._driver.core.quantity import parse_quantity
 from simdra._driver.kubelet.health import DeviceHealth, HealthStatus

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.cli.usage import usage_main
 from tests.claims.builders import DRIVER, RULES, ProfileCluster, request, wants, with_profile
 

@@ -27,7 +27,7 @@ class Config:
     num_devices: int = 8
     pod_uid: str | None = None
     # The plugin's own pod: free-mode reconciliation frees only on a kubelet answer that
-    # lists it (simdra._driver.claims.kubelet_usage); None outside a pod: it never frees.
+    # lists it (simdra._driver.claims.reconcile.plan); None outside a pod: it never frees.
     pod_namespace: str | None = None
     pod_name: str | None = None
     healthcheck_port: int = -1
@@ -35,7 +35,7 @@ class Config:
     rescan_interval: float = 10.0
     reconcile_interval: float = 60.0  # 0: records are never checked against the API
     reconcile_grace: float = 300.0
-    reconcile_mode: str = "report"  # or "free" (see simdra._driver.claims.reconciler)
+    reconcile_mode: str = "report"  # or "free" (see simdra._driver.claims.reconcile.reconciler)
     pod_resources_socket: Path = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
     claim_status: bool = False
     log_format: str = "text"

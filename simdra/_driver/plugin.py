@@ -14,16 +14,22 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from simdra._driver.atomicfile import own_directory, remove_stale_temps
-from simdra._driver.claims.api_source import DeferredClaimSource
-from simdra._driver.claims.claim_events import ApiClaimEvents
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.reconcile_plan import ReconcilePolicy
-from simdra._driver.claims.reconciler import ClaimReconciler, ReconcileReports
-from simdra._driver.claims.rules import rules_for
-from simdra._driver.claims.status_worker import BackgroundStatusWriter, DeferredStatusWriter
+from simdra._driver.claims.plan.config import rules_for
+from simdra._driver.claims.prepare.batch import CallSerializer
+from simdra._driver.claims.prepare.transaction import Preparer
+from simdra._driver.claims.reconcile.plan import ReconcilePolicy
+from simdra._driver.claims.reconcile.reconciler import (
+    ApiClaimEvents,
+    ClaimReconciler,
+    ReconcileReports,
+)
+from simdra._driver.claims.source import DeferredClaimSource
+from simdra._driver.claims.status.worker import BackgroundStatusWriter, DeferredStatusWriter
 from simdra._driver.config import Config
 from simdra._driver.devices.backend import BackendContext, DeviceBackend
 from simdra._driver.devices.catalog import Catalog
@@ -36,7 +42,6 @@ from simdra._driver.kube import ApiClientLoader
 from simdra._driver.kubelet.early import DATA_DIR_MODE, EarlyKubelet
 from simdra._driver.kubelet.healthcheck import start_healthcheck_server
 from simdra._driver.kubelet.pod_resources import PodResourcesUsage
-from simdra._driver.kubelet.serialize import CallSerializer
 
 if TYPE_CHECKING:
     from simdra._driver.claims.types import ClaimPreparer
@@ -200,9 +205,12 @@ class Plugin:
         # One prepare/unprepare at a time, across instances during a rolling update (the
         # Go helper's serialize.lock). The preparer takes it after reading the claims.
         serializer = CallSerializer(str(cfg.data_dir / SERIALIZE_LOCK_FILE))
+        # The view the live devices publish now, read at each use by a getter of the
+        # interpreter's own: a prepare's path runs through the claim lane, not back here.
+        published = partial(attrgetter("view.published"), self._live)
         return Preparer(
-            cfg.driver_name, DeferredClaimSource(self._api.get), lambda: self.inventory,
-            cfg.cdi_root, cfg.data_dir, serialize=lambda: serializer,
+            cfg.driver_name, DeferredClaimSource(self._api.get), published,
+            cfg.cdi_root, cfg.data_dir, serialize=serializer,
             status_writer=self._status,
             device_hook=prepare_faults.before_device if prepare_faults else None,
             rules=rules_for(self._kinds), device_metadata=cfg.device_metadata)

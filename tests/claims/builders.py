@@ -9,8 +9,8 @@ from typing import Any
 from jsonschema import Draft7Validator
 
 from simdra._driver.builtins import builtin_kinds
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.rules import ClaimRules, rules_for
+from simdra._driver.claims.plan.config import ClaimRules, rules_for
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.devices.model import Device, Inventory, Pool

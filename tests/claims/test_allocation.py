@@ -7,9 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from simdra._driver.claims.allocation import parse_claim
-from simdra._driver.claims.errors import ClaimError
-from simdra._driver.claims.types import ClaimRef
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.types import ClaimError, ClaimRef
 
 from .builders import DRIVER, OTHER_DRIVER, SHARE_1, claim, fixture_claim, result
 

@@ -6,8 +6,8 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from simdra._driver.claims.api_source import ApiClaimSource
-from simdra._driver.claims.errors import ClaimError, ClaimNotFound
+from simdra._driver.claims.source import ApiClaimSource
+from simdra._driver.claims.types import ClaimError, ClaimNotFound
 from simdra._driver.kubeapi import ClusterAccess, RestClient
 from simdra._driver.kubeapi.access import TokenFile
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simdra._driver.claims.cdi import (
+from simdra._driver.claims.plan.cdi import (
     CdiError,
     cdi_kind,
     cdi_vendor,

@@ -6,11 +6,10 @@ import json
 
 import pytest
 
-from simdra._driver.claims.allocation import parse_claim
-from simdra._driver.claims.checkpoint import Checkpoint
-from simdra._driver.claims.plan import plan_prepare
-from simdra._driver.claims.record import to_payload
-from simdra._driver.claims.record_format import RECORD_KIND, record_checksum
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.plan.prepared import plan_prepare
+from simdra._driver.claims.store.checkpoint import Checkpoint
+from simdra._driver.claims.store.record import RECORD_KIND, record_checksum, to_payload
 from tests.claims.builders import RULES
 
 from .builders import (

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler
 import kubernetes_validate
 import pytest
 
-from simdra._driver.claims.claim_events import ApiClaimEvents, claim_event
+from simdra._driver.claims.reconcile.reconciler import ApiClaimEvents, claim_event
 from simdra._driver.kubeapi import ClusterAccess, RestClient
 
 from .builders import claim
@@ -65,7 +65,7 @@ def test_posted_to_the_claims_namespace(client) -> None:
 def test_a_refused_event_is_one_log_line(client, caplog) -> None:
     _Events.status = 403
     events = ApiClaimEvents(lambda: client, "gpu.example.com", "node-a")
-    with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.claim_events"):
+    with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.reconcile.reconciler"):
         events.warn(claim(UID, []), "PreparedClaimKept", "kept")
     [line] = [r.getMessage() for r in caplog.records]
     assert "PreparedClaimKept" in line and "403" in line and "\n" not in line

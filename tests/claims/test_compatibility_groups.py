@@ -4,12 +4,12 @@ allocate them; the groups survive in the checkpoint record."""
 
 from __future__ import annotations
 
-from simdra._driver.claims.allocation import parse_claim
 from simdra._driver.claims.ledger import CapacityLedger
-from simdra._driver.claims.plan import plan_prepare
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.record import from_payload, to_payload
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.plan.prepared import plan_prepare
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.store.record import from_payload, to_payload
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.devices.model import Device, Inventory, Pool
 from tests.claims.builders import RULES

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from simdra._driver.claims.allocation import parse_claim
-from simdra._driver.claims.errors import ClaimError
-from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.plan.prepared import plan_prepare
+from simdra._driver.claims.types import ClaimError
 from tests.claims.builders import RULES
 
 from .builders import (
@@ -247,7 +247,7 @@ def test_pinned_memory_limit_cannot_exceed_the_gpu_share(tmp_path):
     assert list((tmp_path / "data" / "claims").iterdir()) == []
 
 
-# --- config kinds and env attributes a device kind declares (simdra._driver.claims.rules) -----
+# --- config kinds and env attributes a device kind declares (simdra._driver.claims.plan.config)
 
 
 class _SlotConfigHandler:
@@ -276,7 +276,7 @@ class _SlotConfigHandler:
 
 
 def _slot_rules():
-    from simdra._driver.claims.rules import ClaimRules
+    from simdra._driver.claims.plan.config import ClaimRules
 
     return ClaimRules(config_handlers=(_SlotConfigHandler(),),
                       env_attributes={"index": "GPU_INDEX"})

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from simdra._driver.claims.device_metadata import CONTAINER_DIR, HOST_SUBDIR, POD_CLAIM_ANNOTATION
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.plan.metadata import CONTAINER_DIR, HOST_SUBDIR, POD_CLAIM_ANNOTATION
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from tests.claims.builders import RULES

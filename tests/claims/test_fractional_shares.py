@@ -14,7 +14,7 @@ import pytest
 
 from simdra import parse_quantity
 from simdra._driver.builtins import builtin_kinds
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.core.validation import validate_device

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.core.textlimits import ERROR_LIMIT

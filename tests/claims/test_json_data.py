@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from simdra._driver.core.json_data import copy_json
+from simdra._driver.claims.plan.cdi import copy_json
 
 
 def test_a_copy_equals_deepcopy_keeps_types_and_shares_no_container() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from simdra._driver.claims.allocation import parse_claim
 from simdra._driver.claims.ledger import CapacityLedger
-from simdra._driver.claims.plan import plan_prepare
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.plan.prepared import plan_prepare
 from simdra._driver.devices.model import Device, Inventory, Pool
 from tests.claims.builders import RULES
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simdra._driver.claims.api_source import ApiClaimSource
-from simdra._driver.claims.prepare_planner import MAX_PARALLEL_FETCHES, PreparePlanner
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.rules import ClaimRules
+from simdra._driver.claims.prepare.transaction import Preparer
+from simdra._driver.claims.source import MAX_PARALLEL_FETCHES, ApiClaimSource, fetch_claims
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.testing.apiserver import APIServer
 from tests.claims.builders import RULES
@@ -53,9 +51,7 @@ def test_at_most_so_many_reads_are_in_flight(server):
     # all go on once MAX_PARALLEL_FETCHES are in flight: more never are
     stall = server.stall("get", "resourceclaims", seconds=5, together=MAX_PARALLEL_FETCHES)
     with server.rest_client() as api_client:
-        planner = PreparePlanner(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
-                                 ClaimRules(), None)
-        fetched = planner.fetch(refs)
+        fetched = fetch_claims(ApiClaimSource(api_client), refs)
     assert all(isinstance(fetched[r.uid], dict) for r in refs)
     assert stall.max_in_flight == MAX_PARALLEL_FETCHES
 
@@ -65,9 +61,7 @@ def test_a_claim_not_read_by_the_deadline_is_that_claims_error(server):
     refs = _claims(server, cluster, 2)
     server.stall("get", "resourceclaims", seconds=2, together=3)  # never 3: each waits 2 s
     with server.rest_client() as api_client:
-        planner = PreparePlanner(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
-                                 ClaimRules(), None)
-        fetched = planner.fetch(refs, deadline_s=0.1)
+        fetched = fetch_claims(ApiClaimSource(api_client), refs, deadline_s=0.1)
     for ref in refs:
         error = fetched[ref.uid]
         assert isinstance(error, Exception)
@@ -78,8 +72,7 @@ def test_a_single_claim_is_read_in_the_calling_thread(server):
     cluster = ProfileCluster("nic")
     (ref,) = _claims(server, cluster, 1)
     with server.rest_client() as api_client:
-        planner = PreparePlanner(DRIVER, ApiClaimSource(api_client), lambda: cluster.inventory,
-                                 ClaimRules(), None)
-        assert planner.fetch([ref])[ref.uid]["metadata"]["uid"] == ref.uid
+        source = ApiClaimSource(api_client)
+        assert fetch_claims(source, [ref])[ref.uid]["metadata"]["uid"] == ref.uid
         missing = ClaimRef("default", "missing", "dddddddd-0000-4000-8000-000000000004")
-        assert "not found" in str(planner.fetch([ref, missing])[missing.uid])
+        assert "not found" in str(fetch_claims(source, [ref, missing])[missing.uid])

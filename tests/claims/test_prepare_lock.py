@@ -12,13 +12,10 @@ import os
 
 import pytest
 
-from simdra._driver.claims.errors import ClaimError
-from simdra._driver.claims.prepare_planner import FETCH_DEADLINE_S, PreparePlanner
-from simdra._driver.claims.preparer import PREPARE_ROUNDS, Preparer
-from simdra._driver.claims.rules import ClaimRules
-from simdra._driver.claims.source import StaticClaimSource
-from simdra._driver.claims.types import ClaimRef
-from simdra._driver.kubelet.serialize import CallSerializer
+from simdra._driver.claims.prepare.batch import CallSerializer
+from simdra._driver.claims.prepare.transaction import PREPARE_ROUNDS, Preparer
+from simdra._driver.claims.source import FETCH_DEADLINE_S, StaticClaimSource, fetch_claims
+from simdra._driver.claims.types import ClaimError, ClaimRef
 from tests.claims.builders import RULES
 
 from .builders import DRIVER, GPU_POOL, claim, inventory, result
@@ -153,9 +150,7 @@ def test_claims_are_never_read_under_the_lock(node):
 
 def test_a_later_round_with_no_time_left_reads_nothing(node):
     ref = node.add(A, result("gpus", "gpu-0"))
-    planner = PreparePlanner(DRIVER, node.source, lambda: node.inventory, ClaimRules(), None)
-
-    (error,) = planner.fetch([ref], deadline_s=0).values()
+    (error,) = fetch_claims(node.source, [ref], deadline_s=0).values()
 
     assert isinstance(error, ClaimError) and node.source.held_at_reads == []
     assert f"claim default/{ref.name}: not read again from the API server" in str(error)

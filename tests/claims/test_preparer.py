@@ -11,9 +11,9 @@ import threading
 import pytest
 
 from simdra._driver import atomicfile
-from simdra._driver.claims.checkpoint import Checkpoint
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.store.checkpoint import Checkpoint
 from simdra._driver.claims.types import ClaimRef
 from tests.claims.builders import RULES
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from simdra._driver.claims.reconcile_plan import (
+from simdra._driver.claims.reconcile.plan import (
     ALLOCATION_CHANGED,
     CLAIM_DELETED,
     DEALLOCATED,

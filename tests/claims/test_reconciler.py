@@ -13,18 +13,18 @@ from typing import Any
 import grpc
 import pytest
 
-from simdra._driver.claims.kubelet_usage import KubeletUsageSource
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.reconcile_plan import (
+from simdra._driver.claims.prepare.transaction import Preparer
+from simdra._driver.claims.reconcile.plan import (
     CLAIM_DELETED,
     FREE,
     NOT_RESERVED,
     REPORT,
     UID_CHANGED,
+    KubeletUsageSource,
     Reclaim,
     ReconcilePolicy,
 )
-from simdra._driver.claims.reconciler import (
+from simdra._driver.claims.reconcile.reconciler import (
     IN_USE,
     KEPT_EVENT_REASON,
     KUBELET_UNKNOWN,
@@ -145,7 +145,7 @@ def test_a_leaked_record_the_kubelet_no_longer_uses_is_freed(tmp_path, kubelet, 
 
     assert node.check() == []  # one check is never enough
     assert kubelet.calls == 0  # nothing due yet: the kubelet is not asked
-    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.reconciler"):
+    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.reconcile.reconciler"):
         [done] = node.check()
 
     assert (done.ref, done.reason) == (leaked, CLAIM_DELETED)
@@ -153,7 +153,7 @@ def test_a_leaked_record_the_kubelet_no_longer_uses_is_freed(tmp_path, kubelet, 
     assert node.files() == ([], [])
     assert node.preparer.ledger.devices_in_use() == frozenset()
     [line] = [r.getMessage() for r in caplog.records
-              if r.name == "simdra._driver.claims.reconciler"]
+              if r.name == "simdra._driver.claims.reconcile.reconciler"]
     assert f"default/{leaked.name}" in line and CLAIM_DELETED in line
     assert not node.prepare(new)
     assert node.preparer.unprepare([leaked])[A].error == ""  # the kubelet's late call
@@ -168,7 +168,7 @@ def test_a_claim_a_running_pod_still_uses_is_kept_and_its_device_stays_held(
     assert not node.prepare(ref)
     kubelet.set_pods([_running(ref)])
     node.delete(ref)
-    with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.reconciler"):
+    with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.reconcile.reconciler"):
         for _ in range(6):
             assert node.check() == []
     assert set(node.preparer.prepared()) == {A} and len(node.files()[0]) == 1
@@ -246,7 +246,7 @@ def test_the_brake_frees_nothing_when_every_record_looks_leaked(tmp_path, kubele
     for ref in refs:
         assert not node.prepare(ref)
         node.delete(ref)
-    with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.reconciler"):
+    with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.reconcile.reconciler"):
         for _ in range(5):
             assert node.check() == []
     assert len(node.preparer.prepared()) == 3
@@ -425,7 +425,7 @@ def test_nothing_is_freed_until_the_kubelet_lists_the_plugins_own_pod(tmp_path, 
         kubelet.set_pods([BYSTANDER])
         node = Node(tmp_path, _usage(kubelet))
         _leak(node, A)
-        with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.reconciler"):
+        with caplog.at_level(logging.WARNING, logger="simdra._driver.claims.reconcile.reconciler"):
             for _ in range(4):
                 assert node.check() == []
         assert set(node.preparer.prepared()) == {A}
@@ -448,7 +448,7 @@ def test_free_mode_without_the_plugins_pod_frees_nothing_and_says_so_at_start(
         assert node.check() == []
     assert set(node.preparer.prepared()) == {A}
     assert node.seen.kept == [(A, CLAIM_DELETED, KUBELET_UNKNOWN)]
-    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.reconciler"):
+    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.reconcile.reconciler"):
         node.reconciler.start()
         node.reconciler.stop()
     [start] = [r.getMessage() for r in caplog.records if "free mode" in r.getMessage()]

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from simdra._driver.claims.checkpoint import Checkpoint
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.record import to_payload
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.store.checkpoint import Checkpoint
+from simdra._driver.claims.store.record import to_payload
 from simdra._driver.claims.types import ClaimRef
 from tests.claims.builders import RULES
 
@@ -116,7 +116,7 @@ def test_unpreparing_a_newer_drivers_record_moves_it_aside_and_frees_its_devices
 def test_the_fixtures_are_sealed(fixture):
     """Each fixture's checksum is valid: what the tests see is a version question,
     never a checksum mismatch."""
-    from simdra._driver.claims.record_format import record_checksum
+    from simdra._driver.claims.store.record import record_checksum
 
     record = json.loads((FIXTURES / fixture).read_bytes())
     assert record["checksum"] == record_checksum(record)

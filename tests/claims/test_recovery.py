@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.record_format import record_checksum
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.store.record import record_checksum
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.cli.usage import usage_main
 from tests.claims.builders import RULES
@@ -100,7 +100,7 @@ def test_any_bad_record_sets_aside_one_claim_and_the_node_starts(node, caplog, d
     node.preparer().prepare([bad, good])
     damage(node.record(A))
 
-    with caplog.at_level(logging.ERROR, logger="simdra._driver.claims.preparer"):
+    with caplog.at_level(logging.ERROR, logger="simdra._driver.claims.prepare"):
         restarted = node.preparer()  # must not raise
 
     (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]

@@ -12,10 +12,10 @@ import uuid
 import pytest
 
 from simdra._driver.builtins import builtin_kinds
-from simdra._driver.claims.allocation import parse_claim
 from simdra._driver.claims.ledger import CapacityLedger
-from simdra._driver.claims.plan import plan_prepare
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.plan.prepared import plan_prepare
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.devices.profiles import profile_inventory

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from simdra._driver.claims.checkpoint import Checkpoint
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.store.checkpoint import Checkpoint
 from simdra._driver.claims.types import ClaimRef
 
 from .builders import DRIVER, GPU_POOL, NIC_POOL, SHARE_1, SHARE_2, claim, inventory, result
@@ -92,7 +92,7 @@ def test_a_claim_allocated_another_device_is_prepared_for_it(node, caplog):
     _ok(preparer.prepare([ref]))
     node.allocate(A, result("gpus", "gpu-1"))  # deallocated, then allocated anew
 
-    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.preparer"):
+    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.prepare"):
         (device,) = _ok(preparer.prepare([ref]))[A].devices
 
     assert (device.pool_name, device.device_name) == (GPU_POOL, "gpu-1")
@@ -162,7 +162,7 @@ def test_an_unchanged_allocation_is_answered_from_the_record_without_a_rewrite(n
     before = node.file_states(A)
     node.source.reads = 0
 
-    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.preparer"):
+    with caplog.at_level(logging.INFO, logger="simdra._driver.claims.prepare"):
         for again in (preparer, node.preparer()):  # also after a restart
             assert _ok(again.prepare([ref]))[A] == first
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from simdra._driver.claims.checkpoint import Checkpoint
-from simdra._driver.claims.device_metadata import HOST_SUBDIR
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.plan.metadata import HOST_SUBDIR
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.store.checkpoint import Checkpoint
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.kubelet import state_check
 from simdra._driver.kubelet.state_check import StateError, check_state

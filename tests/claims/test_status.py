@@ -7,18 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from simdra._driver.claims.allocation import parse_claim
-from simdra._driver.claims.api_source import ApiClaimSource
-from simdra._driver.claims.plan import plan_prepare
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.status import (
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.plan.prepared import plan_prepare
+from simdra._driver.claims.prepare.transaction import Preparer
+from simdra._driver.claims.source import ApiClaimSource
+from simdra._driver.claims.status.worker import BackgroundStatusWriter
+from simdra._driver.claims.status.writer import (
     DATA_LIMIT_BYTES,
     ClaimStatusWriter,
     network_data,
     status_data,
     updated_status_devices,
 )
-from simdra._driver.claims.status_worker import BackgroundStatusWriter
 from simdra._driver.testing.apiserver import APIServer
 from tests.claims.builders import RULES
 

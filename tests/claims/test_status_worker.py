@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from simdra._driver.claims.status_worker import BackgroundStatusWriter
+from simdra._driver.claims.status.worker import BackgroundStatusWriter
 from simdra._driver.claims.types import ClaimRef
 
 REF = ClaimRef("default", "c", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")

@@ -12,8 +12,8 @@ import pytest
 
 from simdra import NUMA_NODE, numa_span_attributes, scalar_attributes
 from simdra._driver.builtins import builtin_kinds
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.rules import rules_for
+from simdra._driver.claims.plan.config import rules_for
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.cli import _parser

@@ -904,7 +904,7 @@ def kube(plugin: PluginDeployment, control_plane: ControlPlane, real_node: Node)
 
 
 def unit_env(env: dict[str, str]) -> dict[str, dict[str, str]]:
-    """SIMDRA_DEVICE_<ID>_<KEY>=v grouped as {ID: {KEY: v}} (simdra/_driver/claims/env.py)."""
+    """SIMDRA_DEVICE_<ID>_<KEY>=v grouped as {ID: {KEY: v}} (simdra/_driver/claims/plan/cdi.py)."""
     units: dict[str, dict[str, str]] = {}
     for key, value in env.items():
         if key.startswith("SIMDRA_DEVICE_"):

@@ -11,10 +11,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simdra._driver.claims.allocation import parse_claim
-from simdra._driver.claims.api_source import names_missing_claim
-from simdra._driver.claims.errors import ClaimError
-from simdra._driver.claims.types import ClaimRef
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.source import names_missing_claim
+from simdra._driver.claims.types import ClaimError, ClaimRef
 from simdra._driver.core.textlimits import ERROR_LIMIT, value_depth
 from simdra._driver.kubelet.gen import podresources_v1_pb2 as pb
 from simdra._driver.kubelet.pod_resources import usage_of

@@ -16,10 +16,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdra._driver.claims.checkpoint import REASON_LIMIT, read_records
-from simdra._driver.claims.preparer import Preparer
-from simdra._driver.claims.record_format import decode_record, record_checksum
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
+from simdra._driver.claims.store.checkpoint import REASON_LIMIT, read_records
+from simdra._driver.claims.store.record import decode_record, record_checksum
 from simdra._driver.claims.types import ClaimRef
 from tests.claims.builders import DRIVER, RULES, SHARE_1, claim, inventory, result
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdra._driver.claims.preparer import Preparer
+from simdra._driver.claims.prepare.transaction import Preparer
 from simdra._driver.claims.source import StaticClaimSource
 from simdra._driver.kubelet.endpoints import start_kubelet_plugin
 from simdra._driver.kubelet.gen import (

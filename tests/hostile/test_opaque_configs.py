@@ -11,9 +11,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simdra._driver.claims.allocation import OpaqueConfig
-from simdra._driver.claims.config.apply import ConfigTarget, decode_entries, resolve_all
-from simdra._driver.claims.config.decode import ConfigError
+from simdra._driver.claims.plan.allocation import OpaqueConfig
+from simdra._driver.claims.plan.config import ConfigError, ConfigTarget, decode_entries, resolve_all
 from simdra._driver.kinds.config_handlers import GpuConfigHandler, NicConfigHandler
 from simdra._driver.kinds.config_types import API_VERSION
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from simdra._driver.claims.env import ENV_PREFIX, ID_LENGTH
+from simdra._driver.claims.plan.cdi import ENV_PREFIX, ID_LENGTH
 from simdra._driver.testing.allocation.builders import device_class, exactly, opaque_config
 from simdra._driver.testing.cluster import LocalCluster
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simdra._driver.claims.env import ENV_PREFIX, ID_LENGTH
+from simdra._driver.claims.plan.cdi import ENV_PREFIX, ID_LENGTH
 from simdra._driver.testing.allocation.builders import exactly, selector
 from simdra._driver.testing.cluster import LocalCluster
 from simdra._driver.testing.scheduler import AllocationError

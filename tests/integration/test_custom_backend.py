@@ -83,7 +83,7 @@ def test_make_backend_constructs_the_named_class_with_a_context(tmp_path: Path, 
 
 
 def test_the_claim_rules_are_those_of_the_registered_kinds(tmp_path: Path) -> None:
-    from simdra._driver.claims.rules import rules_for
+    from simdra._driver.claims.plan.config import rules_for
 
     _, kinds = make_backend(Config(node_name="n", device_backend="fpga", sysfs_root=tmp_path))
     rules = rules_for(kinds)

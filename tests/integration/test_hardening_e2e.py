@@ -50,7 +50,7 @@ def test_modes_do_not_depend_on_the_umask(cluster: LocalCluster) -> None:
         "lock": 0o600,
         "DRA socket": 0o660,
         "registration socket": 0o660,
-        "CDI root": 0o755,  # read by the container runtime; see simdra/_driver/claims/cdi.py
+        "CDI root": 0o755,  # read by the container runtime; see simdra/_driver/claims/plan/cdi.py
         "CDI spec": 0o644,
     }
     for root in (data, cluster.cdi_root):

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from simdra._driver.claims.env import ENV_PREFIX, ID_LENGTH
+from simdra._driver.claims.plan.cdi import ENV_PREFIX, ID_LENGTH
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.core.quantity import parse_quantity, quantity_text
 from simdra._driver.testing.allocation.builders import exactly, selector

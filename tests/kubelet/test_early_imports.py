@@ -38,7 +38,7 @@ current-context: c
 """
 
 _LATER = ("urllib3", "kubernetes", "simdra._driver.kubeapi.client",
-          "simdra._driver.kinds.sysfs.backend", "simdra._driver.claims.preparer",
+          "simdra._driver.kinds.sysfs.backend", "simdra._driver.claims.prepare.transaction",
           "simdra._driver.slices", "simdra._driver.plugin")
 
 

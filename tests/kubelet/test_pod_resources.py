@@ -8,8 +8,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from simdra._driver.claims.kubelet_usage import KubeletUnavailable, KubeletUsage
-from simdra._driver.claims.reconcile_plan import RecordedClaim
+from simdra._driver.claims.reconcile.plan import KubeletUnavailable, KubeletUsage, RecordedClaim
 from simdra._driver.claims.types import ClaimRef
 from simdra._driver.kubelet.pod_resources import PodResourcesUsage
 from simdra._driver.testing.pod_resources import PLUGIN_POD, ClaimUse, PodClaims, PodResourcesServer

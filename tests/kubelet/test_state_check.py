@@ -207,7 +207,8 @@ def test_a_file_or_cdi_root_the_plugin_cannot_write_is_refused(
 
 def test_the_names_are_the_owners_names(root: Path) -> None:
     from simdra._driver import plugin
-    from simdra._driver.claims import cdi, checkpoint
+    from simdra._driver.claims.plan import cdi
+    from simdra._driver.claims.store import checkpoint
     from simdra._driver.devices.faults.control import FaultFile, fault_file_path
 
     data = root / "d"

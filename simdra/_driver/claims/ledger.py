@@ -21,44 +21,36 @@ it is rebuilt from the checkpoint records, which carry every amount it needs.
 
 A claim whose record cannot be read still holds its devices (fail closed): `reserve`
 holds each device its CDI spec names as if exclusively, with the counters the device
-consumes, until the claim is unprepared (see `simdra._driver.claims.reserved`).
+consumes, until the claim is unprepared (see `simdra._driver.claims.store.reserved`).
+
+Kept incrementally: per device the running totals a check needs (holders, shared
+capacity in use, `DeviceTotals`) and per pool the counters of the devices in use
+(`PoolTotals`), each updated by the units of one claim at a time, so that adding,
+removing and checking a claim cost what its own units cost, however many claims the node
+holds. A refusal names the device or counter, the amounts and the claims or devices in
+the way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from fractions import Fraction
 
-from simdra._driver.claims.ledger_problems import (
-    capacity_problems,
-    compatibility_problems,
-    counter_problems,
-    exclusivity_problems,
-)
-from simdra._driver.claims.ledger_totals import (
-    CounterUse,
-    DeviceKey,
-    DeviceTotals,
-    LedgerEntry,
-    PoolTotals,
-)
-from simdra._driver.claims.plan import PreparedClaim, PreparedUnit
-
-# LedgerEntry and CounterUse are what the ledger's queries return.
-__all__ = ["CapacityLedger", "CounterKey", "CounterUse", "DeviceKey", "LedgerEntry"]
+from simdra._driver.claims.plan.prepared import PreparedClaim, PreparedUnit
+from simdra._driver.core.quantity import quantity_text
 
 CounterKey = tuple[str, str]  # (pool, counter set)
+DeviceKey = tuple[str, str]  # (pool, device)
+HOLDERS_SHOWN = 8  # claim UIDs named in a refusal
 
 
 class CapacityLedger:
     """Per device, the prepared units of all claims; checks new claims against them.
 
-    Kept incrementally (`simdra._driver.claims.ledger_totals`): per device the running totals a
-    check needs (holders, shared capacity in use) and per pool the counters of the
-    devices in use, so adding, removing and checking a claim cost what its own units
-    cost, however many claims the node holds. The refusals' texts are in
-    `simdra._driver.claims.ledger_problems`.
+    Kept incrementally (see the module docstring): adding, removing and checking a
+    claim cost what its own units cost, however many claims the node holds.
     """
 
     def __init__(self) -> None:
@@ -244,3 +236,257 @@ class CapacityLedger:
             if not use.by_claim:
                 del self._by_device[key]
         return taken
+
+
+# --- the running totals -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One prepared unit as the ledger sees it."""
+
+    claim_uid: str
+    share_id: str | None
+    exclusive: bool
+    admin_access: bool
+    consumed: Mapping[str, Fraction]
+    counters: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # set -> c
+    unreadable: bool = False  # held for a checkpoint record that could not be read
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # set -> groups
+
+    @property
+    def counts(self) -> bool:
+        """Admin access entries neither consume capacity nor hold exclusivity."""
+        return not self.admin_access
+
+
+@dataclass
+class DeviceTotals:
+    """The prepared units of one device and the totals a check reads."""
+
+    by_claim: dict[str, list[LedgerEntry]] = field(default_factory=dict)
+    counting: dict[str, int] = field(default_factory=dict)  # claim -> counting entries
+    exclusive: dict[str, int] = field(default_factory=dict)  # claim -> exclusive ones
+    unreadable: set[str] = field(default_factory=set)
+    sharers: int = 0  # counting entries that are shares
+    shared_used: dict[str, Fraction] = field(default_factory=dict)
+
+    def insert(self, entry: LedgerEntry) -> bool:
+        """Add one entry; True when the device just came into use (first counting one)."""
+        self.by_claim.setdefault(entry.claim_uid, []).append(entry)
+        if not entry.counts:
+            return False
+        became_used = not self.counting
+        uid = entry.claim_uid
+        self.counting[uid] = self.counting.get(uid, 0) + 1
+        if entry.exclusive:
+            self.exclusive[uid] = self.exclusive.get(uid, 0) + 1
+        else:
+            self.sharers += 1
+            add_amounts(self.shared_used, entry.consumed)
+        if entry.unreadable:
+            self.unreadable.add(uid)
+        return became_used
+
+    def pop(self, claim_uid: str) -> tuple[list[LedgerEntry], bool]:
+        """Remove a claim's entries; True when the device is no longer in use."""
+        entries = self.by_claim.pop(claim_uid, [])
+        was_used = bool(self.counting)
+        for entry in entries:
+            if not entry.counts:
+                continue
+            if not entry.exclusive:
+                self.sharers -= 1
+                for name, value in entry.consumed.items():
+                    self.shared_used[name] -= value
+        self.counting.pop(claim_uid, None)
+        self.exclusive.pop(claim_uid, None)
+        self.unreadable.discard(claim_uid)
+        if self.sharers == 0:
+            self.shared_used = {}  # exact zeros; no key for a capacity nobody uses
+        return entries, was_used and not self.counting
+
+
+@dataclass
+class PoolTotals:
+    """Counters consumed in one pool: each device in use counts its counters once."""
+
+    devices: dict[str, Mapping[str, Mapping[str, Fraction]]] = field(default_factory=dict)
+    amounts: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    users: dict[str, int] = field(default_factory=dict)  # counter set -> devices using it
+    # device -> counter set -> its compatibility groups there (devices with groups only)
+    groups: dict[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def start(self, device: str, counters: Mapping[str, Mapping[str, Fraction]],
+              groups: Mapping[str, tuple[str, ...]] | None = None) -> None:
+        """`device` came into use, consuming `counters` (in `groups`, per counter set)."""
+        self.devices[device] = counters
+        if groups:
+            self.groups[device] = groups
+        for name, amounts in counters.items():
+            add_amounts(self.amounts.setdefault(name, {}), amounts)
+            self.users[name] = self.users.get(name, 0) + 1
+
+    def stop(self, device: str) -> None:
+        """`device` is no longer in use."""
+        self.groups.pop(device, None)
+        for name, amounts in self.devices.pop(device, {}).items():
+            self.users[name] -= 1
+            if self.users[name] == 0:
+                del self.users[name], self.amounts[name]
+                continue
+            for counter, value in amounts.items():
+                self.amounts[name][counter] -= value
+
+    def consumers(self, counter_set: str) -> list[str]:
+        """The devices in use that consume from `counter_set`, sorted."""
+        return sorted(d for d, counters in self.devices.items() if counter_set in counters)
+
+
+@dataclass(frozen=True)
+class CounterUse:
+    """Counters consumed in one pool by the devices in use."""
+
+    amounts: dict[str, dict[str, Fraction]]  # counter set -> counter -> amount
+    consumers: dict[str, list[str]]  # counter set -> devices consuming from it
+    devices: frozenset[str]  # every device in use, with or without counters
+
+
+def add_amounts(into: dict[str, Fraction], amounts: Mapping[str, Fraction]) -> None:
+    """Add `amounts` into `into`, name by name."""
+    for name, value in amounts.items():
+        into[name] = into.get(name, Fraction(0)) + value
+
+
+def sum_amounts(amounts: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:
+    """The amounts added up, name by name."""
+    total: dict[str, Fraction] = {}
+    for amount in amounts:
+        for name, value in amount.items():
+            total[name] = total.get(name, Fraction(0)) + value
+    return total
+
+
+# --- why a claim cannot be prepared ------------------------------------------------
+
+
+def exclusivity_problems(
+    pool: str, device: str, units: list[PreparedUnit], use: DeviceTotals
+) -> list[str]:
+    """Why `units` (one claim's counting units of a device) cannot join the device's
+    holders: it is held exclusively, reserved for an unreadable record, or asked for
+    exclusively while others hold it."""
+    if not use.counting:
+        return []
+    if use.unreadable:
+        return [
+            f"device {pool}/{device} is reserved by an unreadable checkpoint record of claim "
+            f"{', '.join(sorted(use.unreadable))} until the kubelet unprepares that claim"
+        ]
+    holders = _holders(use)
+    if any(u.exclusive for u in units):
+        return [f"device {pool}/{device} is exclusive and already prepared for claim {holders}"]
+    if use.exclusive:
+        # The device was exclusive when the other claim got it (inventory changed since).
+        return [f"device {pool}/{device} is already prepared exclusively for claim {holders}"]
+    return []
+
+
+def _holders(use: DeviceTotals) -> str:
+    # A long list helps nobody and would make the error grow with the node.
+    uids = sorted(use.counting)
+    shown = ", ".join(uids[:HOLDERS_SHOWN])
+    return shown if len(uids) <= HOLDERS_SHOWN else f"{shown} and {len(uids) - HOLDERS_SHOWN} more"
+
+
+def capacity_problems(
+    pool: str, device: str, units: list[PreparedUnit], use: DeviceTotals
+) -> list[str]:
+    """Per capacity, why the shares among `units` do not fit in what the device's other
+    shares leave of it."""
+    shared = [u for u in units if not u.exclusive]
+    if not shared:
+        return []
+    total = shared[0].device_capacity
+    used = use.shared_used
+    asked = sum_amounts(u.consumed_capacity for u in shared)
+    problems = []
+    for name in sorted(asked):
+        limit = total.get(name, Fraction(0))
+        in_use = used.get(name, Fraction(0))
+        if in_use + asked[name] > limit:
+            shares = ", ".join(str(u.share_id) for u in shared)
+            problems.append(
+                f"device {pool}/{device} capacity {name}: total {quantity_text(limit)}, "
+                f"used {quantity_text(in_use)} by {use.sharers} other share(s), "
+                f"asked {quantity_text(asked[name])} (share {shares}): "
+                f"{quantity_text(in_use + asked[name] - limit)} over capacity"
+            )
+    return problems
+
+
+def counter_problems(
+    pool: str, by_device: Mapping[DeviceKey, list[PreparedUnit]], in_use: PoolTotals
+) -> list[str]:
+    """Per counter of `pool`, why the devices a claim would bring into use (`by_device`,
+    its counting units) overdraw what the devices in use (`in_use`) leave."""
+    asked: dict[str, dict[str, Fraction]] = {}
+    askers: dict[str, list[str]] = {}
+    totals: dict[str, Mapping[str, Fraction]] = {}
+    for (unit_pool, device), units in by_device.items():
+        if unit_pool != pool or device in in_use.devices:
+            continue  # already counted once for the claims using it
+        for name, amounts in units[0].consumes_counters.items():
+            add_amounts(asked.setdefault(name, {}), amounts)
+            askers.setdefault(name, []).append(device)
+            totals[name] = units[0].counter_totals.get(name, {})
+    problems = []
+    for name in sorted(asked):
+        used = in_use.amounts.get(name, {})
+        for counter in sorted(asked[name]):
+            limit = totals[name].get(counter, Fraction(0))
+            in_set = used.get(counter, Fraction(0))
+            if in_set + asked[name][counter] <= limit:
+                continue
+            holders = ", ".join(in_use.consumers(name)) or "none"
+            problems.append(
+                f"pool {pool} counter set {name} counter {counter}: total "
+                f"{quantity_text(limit)}, used {quantity_text(in_set)} by device(s) "
+                f"{holders}, asked {quantity_text(asked[name][counter])} by device(s) "
+                f"{', '.join(askers[name])}: "
+                f"{quantity_text(in_set + asked[name][counter] - limit)} over"
+            )
+    return problems
+
+
+def compatibility_problems(
+    pool: str, by_device: Mapping[DeviceKey, list[PreparedUnit]], in_use: PoolTotals
+) -> list[str]:
+    """Per counter set of `pool`, why the devices a claim would bring into use cannot be
+    co-allocated with those in use (KEP-5963): all the devices on one set must share a
+    compatibility group, unless none of them declares any. A device without groups next
+    to one with groups is refused, as the scheduler refuses it."""
+    asked: dict[str, dict[str, tuple[str, ...]]] = {}  # set -> new device -> groups
+    for (unit_pool, device), units in by_device.items():
+        if unit_pool != pool or device in in_use.devices:
+            continue
+        for name in units[0].consumes_counters:
+            asked.setdefault(name, {})[device] = tuple(units[0].counter_groups.get(name, ()))
+    problems = []
+    for name, new in sorted(asked.items()):
+        held = {d: tuple(in_use.groups.get(d, {}).get(name, ())) for d in in_use.consumers(name)}
+        together = {**held, **new}
+        if len(together) < 2 or not any(together.values()):
+            continue
+        common = set.intersection(*(set(g) for g in together.values()))
+        if common:
+            continue
+        problems.append(
+            f"pool {pool} counter set {name}: device(s) {_with_groups(new)} cannot be "
+            f"used next to device(s) {_with_groups(held) or 'none'} in use: no compatibility "
+            "group in common")
+    return problems
+
+
+def _with_groups(devices: Mapping[str, tuple[str, ...]]) -> str:
+    return ", ".join(f"{d} (groups {', '.join(g) or 'none'})" for d, g in devices.items())

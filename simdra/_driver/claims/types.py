@@ -1,7 +1,9 @@
-"""The contract between the kubelet-facing gRPC layer and the claim preparer.
+"""The contract between the kubelet-facing gRPC layer and the claim preparer, and the
+errors about one claim.
 
 The gRPC servicers (v1 and v1beta1) only translate these types to and from protobuf;
-everything else about a claim happens behind `ClaimPreparer`.
+everything else about a claim happens behind `ClaimPreparer`. A ClaimError's text goes
+verbatim into the kubelet's per-claim answer.
 """
 
 from __future__ import annotations
@@ -63,3 +65,17 @@ class ClaimPreparer(Protocol):
     def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
         """Unprepare each claim from persisted state alone; unknown UIDs succeed."""
         ...
+
+
+class ClaimError(Exception):
+    """Something is wrong with one claim; the message names the claim and the problem."""
+
+
+class ClaimNotFound(ClaimError):
+    """The ResourceClaim does not exist (any more) in the API server."""
+
+
+def claim_label(namespace: str, name: str, uid: str) -> str:
+    """How every message names a claim: `ns/name (uid U)`, each value clipped (they come
+    from the kubelet or the API server and may be anything) and on one line."""
+    return f"claim {one_line(namespace)}/{one_line(name)} (uid {one_line(uid)})"

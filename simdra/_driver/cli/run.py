@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from simdra._driver.builtins import BUILTIN
-from simdra._driver.claims.reconcile_plan import MIN_GRACE_S, MODES
+from simdra._driver.claims.reconcile.plan import MIN_GRACE_S, MODES
 from simdra._driver.cli.kinds import add_kind_flag, kind_specs
 from simdra._driver.cli.parser import (
     SubParsers,

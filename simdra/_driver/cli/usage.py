@@ -4,7 +4,7 @@ checkpoint records (`<data dir>/claims/*.json`) and nothing else: no API server,
 writes. It therefore works next to a running plugin and for a stopped one. Records that
 cannot be read are listed as problems, one line each, and the devices the claim's CDI
 spec names (read from `--cdi-root`) are shown as "reserved by an unreadable record", as
-the plugin keeps them. The report itself is `simdra._driver.claims.usage_report` (pure).
+the plugin keeps them. The report itself is `simdra._driver.claims.store.usage` (pure).
 
 Exit status: 0 (also with problems, which the output shows), 1 when the data directory
 cannot be read, 2 for bad arguments.
@@ -21,9 +21,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from simdra._driver.claims.checkpoint import CorruptRecord, read_records, records_directory
-from simdra._driver.claims.reserved import Reservation, reservation
-from simdra._driver.claims.usage_report import (
+from simdra._driver.claims.store.checkpoint import CorruptRecord, read_records, records_directory
+from simdra._driver.claims.store.reserved import Reservation, reservation
+from simdra._driver.claims.store.usage import (
     UNREADABLE_NOTE,
     CounterUsage,
     DeviceUsage,

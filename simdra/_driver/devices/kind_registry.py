@@ -18,7 +18,7 @@ from simdra._driver.devices.config_handler import ConfigHandler
 from simdra._driver.devices.kind import DeviceKind, FakeProfile
 from simdra._driver.devices.loader import BackendSpecError, load_class
 
-# Keys the plugin sets itself for every device (simdra._driver.claims.env); an attribute mapped
+# Keys the plugin sets itself for every device (simdra._driver.claims.plan.cdi); an attribute mapped
 # to one of them would give the container two values for one name.
 RESERVED_ENV_KEYS = frozenset({"NAME", "POOL", "TYPE", "CDI_DEVICE", "CLAIM", "CLAIM_UID",
                                "REQUEST", "SHARE_ID", "ADMIN_ACCESS", "PARTITION"})

@@ -26,12 +26,11 @@ import threading
 import time
 from typing import Any
 
-from simdra._driver.claims.allocation import parse_claim
-from simdra._driver.claims.errors import ClaimError
 from simdra._driver.claims.ledger import CapacityLedger
-from simdra._driver.claims.plan import plan_prepare
-from simdra._driver.claims.status import ClaimStatusWriter
-from simdra._driver.claims.types import ClaimRef
+from simdra._driver.claims.plan.allocation import parse_claim
+from simdra._driver.claims.plan.prepared import plan_prepare
+from simdra._driver.claims.status.writer import ClaimStatusWriter
+from simdra._driver.claims.types import ClaimError, ClaimRef
 from simdra._driver.fleet.parts import FleetParts
 from simdra._driver.fleet.watch import ListWatch
 

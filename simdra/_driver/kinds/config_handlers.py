@@ -19,7 +19,7 @@ from simdra._driver.kinds.config_types import (
     TimeSlicing,
 )
 
-# Env keys (after the per-device prefix, see `simdra._driver.claims.env`).
+# Env keys (after the per-device prefix, see `simdra._driver.claims.plan.cdi`).
 GPU_ENV = "GPU_"
 NIC_ENV = "NIC_"
 

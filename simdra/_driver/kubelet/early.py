@@ -3,7 +3,7 @@
 `simdra run` starts them as soon as its flags are checked, with nothing but gRPC and
 this package imported: the kubelet can register the plugin while the claims, devices
 and Kubernetes client modules are still loading. A prepare or unprepare that comes
-before the plugin's preparer exists waits for it (`DeferredPreparer`); the health
+before the plugin's preparer exists waits for it (`dra_service.DeferredPreparer`); the health
 stream starts with an empty list and gets the devices' as soon as they are discovered.
 With `count_calls`, every call on both sockets is counted from the first one on
 (`simdra._driver.kubelet.call_counts`), for the metrics that come later.
@@ -14,14 +14,12 @@ whose state is damaged must never show the kubelet a registration socket.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from simdra._driver.atomicfile import own_directory
-from simdra._driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
 from simdra._driver.kubelet.call_counts import CallCounter, KubeletCalls
-from simdra._driver.kubelet.dra_service import dra_methods
+from simdra._driver.kubelet.dra_service import DeferredPreparer, dra_methods
 from simdra._driver.kubelet.endpoints import KubeletPlugin, start_kubelet_plugin
 from simdra._driver.kubelet.health import HealthBoard
 from simdra._driver.kubelet.state_check import (
@@ -31,40 +29,6 @@ from simdra._driver.kubelet.state_check import (
 # The health stream re-sends the full list this often; the kubelet's device timeout is
 # three times as long (simdra._driver.devices.live.HEALTH_TIMEOUT_SECONDS).
 HEALTH_RESEND_SECONDS = 10.0
-
-
-class DeferredPreparer:
-    """A ClaimPreparer whose calls wait until `set()` gave it the real one; after
-    `fail()`, they fail (the DRA service answers each claim with the reason)."""
-
-    def __init__(self) -> None:
-        self._ready = threading.Event()
-        self._target: ClaimPreparer | None = None
-        self._failure = "the plugin did not start"
-
-    def set(self, preparer: ClaimPreparer) -> None:
-        """Hand every call, waiting or later, to `preparer`."""
-        self._target = preparer
-        self._ready.set()
-
-    def fail(self, reason: str) -> None:
-        """The preparer will never come: waiting and later calls fail with `reason`."""
-        self._failure = reason
-        self._ready.set()
-
-    def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
-        """The real preparer's prepare, once there is one."""
-        return self._wait().prepare(claims)
-
-    def unprepare(self, claims: list[ClaimRef]) -> dict[str, UnprepareResult]:
-        """The real preparer's unprepare, once there is one."""
-        return self._wait().unprepare(claims)
-
-    def _wait(self) -> ClaimPreparer:
-        self._ready.wait()
-        if self._target is None:
-            raise RuntimeError(self._failure)
-        return self._target
 
 
 @dataclass

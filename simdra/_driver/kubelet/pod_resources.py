@@ -1,7 +1,7 @@
 """Client of the kubelet's PodResources API (`v1.PodResourcesLister`, a unix socket in
 the kubelet's root directory): the pods on this node, and the devices their containers'
 ResourceClaims got. Reconciliation asks it before freeing a prepared claim
-(`simdra._driver.claims.kubelet_usage`); the DaemonSet mounts only that socket's directory,
+(`simdra._driver.claims.reconcile.plan`); the DaemonSet mounts only that socket's directory,
 read-only.
 """
 
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import grpc
 
-from simdra._driver.claims.kubelet_usage import KubeletUnavailable, KubeletUsage
-from simdra._driver.claims.reconcile_plan import DeviceKey
+from simdra._driver.claims.reconcile.plan import DeviceKey, KubeletUnavailable, KubeletUsage
 from simdra._driver.core.textlimits import one_line
 from simdra._driver.kubelet.gen import podresources_v1_pb2 as pb
 from simdra._driver.kubelet.gen import podresources_v1_pb2_grpc as pb_grpc

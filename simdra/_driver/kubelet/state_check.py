@@ -21,7 +21,7 @@ with one line: the path, what is wrong, what to do. Nothing is created before al
 checked, so a refused start leaves the node as it was; the plugin's own directories
 get their modes back (as they always did), the rest is the operator's to fix. These
 are cheap `lstat` and `access` calls: the module imports nothing heavy, and the names
-are the owners' (a test keeps them in step with `simdra._driver.claims.checkpoint`,
+are the owners' (a test keeps them in step with `simdra._driver.claims.store.checkpoint`,
 `simdra._driver.plugin` and `simdra._driver.devices.faults`, too heavy to import this early).
 """
 

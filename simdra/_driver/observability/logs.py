@@ -4,7 +4,7 @@ Context fields come from `simdra._driver.core.logcontext.log_context(claim=..., 
 blocks around the caller (re-exported here); fields passed as `extra={...}` to a single
 log call are added the same way.
 
-Text:  `2026-01-02T03:04:05.678Z INFO simdra._driver.claims.preparer: prepared ... claim=ns/a`
+Text:  `2026-01-02T03:04:05.678Z INFO simdra._driver.claims.prepare: prepared ... claim=ns/a`
        (control characters escaped, traceback lines indented: a record is one line)
 JSON:  `{"ts": "2026-01-02T03:04:05.678Z", "level": "INFO", "logger": "...", "msg": "...",
         "claim": "ns/a", ...}` (plus "exc" with the traceback when there is one).

@@ -40,8 +40,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from simdra._driver.claims.reconcile_plan import READ_RESULTS, REASONS
-from simdra._driver.claims.reconciler import KEPT_WHY, ReconcileReports
+from simdra._driver.claims.reconcile.plan import READ_RESULTS, REASONS
+from simdra._driver.claims.reconcile.reconciler import KEPT_WHY, ReconcileReports
 from simdra._driver.claims.types import ClaimPreparer, ClaimRef, PrepareResult, UnprepareResult
 from simdra._driver.kubelet.call_counts import KubeletCalls
 
@@ -80,7 +80,7 @@ class PluginMetrics:
         self.reconciled_total = self._counter(
             "simdra_reconciled_claims",
             "Claims the kubelet would never unprepare, unprepared by reconciliation, by "
-            "reason (see simdra._driver.claims.reconcile_plan)",
+            "reason (see simdra._driver.claims.reconcile.plan)",
             "reason", REASONS)
         self.reconcile_reads_total = self._counter(
             "simdra_reconcile_claim_reads",

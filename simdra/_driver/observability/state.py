@@ -41,7 +41,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from simdra._driver.claims.ledger import CapacityLedger
-from simdra._driver.claims.plan import PreparedClaim
+from simdra._driver.claims.plan.prepared import PreparedClaim
 from simdra._driver.core.quantity import QuantityError, parse_quantity
 from simdra._driver.devices.model import Inventory, Pool
 from simdra._driver.kubelet.health import DeviceHealth, HealthStatus

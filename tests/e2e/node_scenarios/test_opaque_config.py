@@ -1,6 +1,6 @@
 """Opaque driver config on the real node: what the DeviceClass and the claim configure
 both reach the container, the claim's fields winning where both set one
-(simdra/_driver/claims/config/apply.py)."""
+(simdra/_driver/claims/plan/config.py)."""
 
 from __future__ import annotations
 

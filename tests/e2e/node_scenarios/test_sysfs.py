@@ -12,7 +12,7 @@ import uuid
 import pytest
 from kubernetes.client.rest import ApiException
 
-from simdra._driver.claims.device_metadata import cdi_device_name
+from simdra._driver.claims.plan.metadata import cdi_device_name
 
 from ..inventories import sysfs_node
 from ..inventories.sysfs_node import NODES, SimulatedNode

@@ -1,8 +1,40 @@
-"""Which config entries configure which prepared device, and what that changes (pure).
+"""Opaque device configuration: applying the config kinds the registered device kinds
+declare (e.g. simdra's `simdra.dra.example.com/v1alpha1` GpuConfig and NicConfig).
 
-Rules:
+DeviceClasses and claims carry driver parameters as opaque JSON (api-facts 5.1, 5.2). This
+module turns them into typed settings and their effect on a prepared device; what one
+config kind provides (`ConfigHandler`: decode, value rules, device rules, env) and the
+strict `FieldReader` are in `simdra._driver.devices.config_handler`, the built-in handlers in
+`simdra._driver.kinds`. `ClaimRules` carries the registered kinds' config handlers and
+the device attributes they put into the container environment.
 
-* only entries for this driver reach us (`allocation.py` drops the others);
+Example (a claim's `spec.devices.config[]` entry)::
+
+    opaque:
+      driver: gpu.simdra.example.com
+      parameters:
+        apiVersion: simdra.dra.example.com/v1alpha1
+        kind: GpuConfig
+        sharing:
+          strategy: MPS                 # or TimeSlicing
+          mpsConfig:
+            defaultActiveThreadPercentage: 50
+            defaultPinnedMemoryLimit: 4Gi
+
+Decoding (`decode_config`) is strict: `apiVersion` and `kind` are required and must be
+ones a handler declares, every field must be known (a typo such as `mut: 9000` is an
+error, not a silently ignored setting), and every value must have the JSON type the
+field needs (`mtu: "9000"` is an error). Value ranges are the handler's `problems`;
+decoding reports shapes only.
+
+Errors collect every problem of an entry, each as `<field path>: <reason>`, the path
+starting at the entry's place in the claim (e.g.
+`status.allocation.devices.config[1].opaque.parameters.sharing.strategy`).
+
+Applying (`decode_entries`, `resolve_all`): which config entries configure which
+prepared device, and what that changes. Rules:
+
+* only entries for this driver reach us (`allocation` drops the others);
 * application order: every `FromClass` entry, then every `FromClaim` entry, each group in
   the order of `status.allocation.devices.config`; a later entry's fields replace an
   earlier one's (`merged`), so the claim wins over the class;
@@ -18,19 +50,41 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
-from simdra._driver.claims.allocation import OpaqueConfig
-from simdra._driver.claims.config.decode import ConfigError, decode_config
+from simdra._driver.claims.plan.allocation import OpaqueConfig
 from simdra._driver.core.textlimits import one_line
-from simdra._driver.devices.config_handler import ConfigHandler, ConfigTarget
+from simdra._driver.devices.config_handler import (
+    ConfigError,
+    ConfigHandler,
+    ConfigTarget,
+    FieldReader,
+    show,
+)
+from simdra._driver.devices.kind_registry import KindSet
 
-__all__ = ["ConfigEntry", "ConfigTarget", "Resolved", "decode_entries", "merged",
-           "resolve_all"]
+__all__ = ["ClaimRules", "ConfigEntry", "ConfigError", "ConfigTarget", "Resolved",
+           "decode_config", "decode_entries", "merged", "resolve_all", "rules_for"]
 
 FROM_CLASS = "FromClass"
+
+
+@dataclass(frozen=True)
+class ClaimRules:
+    """Config handlers and env attributes used when planning a prepare."""
+
+    config_handlers: Sequence[ConfigHandler] = ()
+    # attribute name (as published, e.g. `uuid` or `example.com/slot`) -> env KEY
+    env_attributes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def rules_for(kinds: KindSet) -> ClaimRules:
+    """The rules of the registered kinds."""
+    return ClaimRules(config_handlers=kinds.config_handlers(),
+                      env_attributes=kinds.env_attributes())
 
 
 @dataclass(frozen=True)
@@ -159,3 +213,37 @@ def merged(earlier: Any, later: Any) -> Any:
         f.name: getattr(later, f.name) for f in fields(later) if getattr(later, f.name) is not None
     }
     return replace(earlier, **changes)
+
+
+def decode_config(
+    parameters: Any, path: str, handlers: Sequence[ConfigHandler]
+) -> tuple[Any, ConfigHandler]:
+    """The typed config of one entry's `opaque.parameters` and the handler of its kind;
+    ConfigError otherwise. `path` is where the parameters sit."""
+    if not isinstance(parameters, dict):
+        raise ConfigError([f"{path}: {show(parameters)} is not an object"])
+    problems: list[str] = []
+    reader = FieldReader(parameters, path, problems)
+    api_version = reader.string("apiVersion")
+    kind = reader.string("kind")
+    if problems:
+        raise ConfigError(problems)
+    kinds = {h.kind: h for h in handlers}
+    versions = sorted({h.api_version for h in handlers})
+    reads = ", ".join(versions) or "nothing: no device kind here takes parameters"
+    if not api_version:
+        raise ConfigError([f"{path}.apiVersion: required (this driver reads {reads})"])
+    if api_version not in versions:
+        problem = f"unknown version {api_version!r} (this driver reads {reads})"
+        raise ConfigError([f"{path}.apiVersion: {problem}"])
+    known = ", ".join(k for k, h in kinds.items() if h.api_version == api_version)
+    if not kind:
+        raise ConfigError([f"{path}.kind: required (one of {known})"])
+    handler = kinds.get(kind)
+    if handler is None or handler.api_version != api_version:
+        raise ConfigError([f"{path}.kind: unknown kind {kind!r} (one of {known})"])
+    config = handler.decode(reader)
+    reader.finish()
+    if problems:
+        raise ConfigError(problems)
+    return config, handler

@@ -3,49 +3,62 @@
 `plan_prepare` is a deterministic function of the allocation and the inventory, so
 planning the same claim twice gives byte-identical specs and the same answer. Nothing
 here touches files; the preparer acts on the plan.
+
+A unit records what its device consumes of its pool's shared counter sets (`pool_counters`):
+a partition and its whole device both draw on the counter sets of one physical device,
+so that the ledger can refuse a partition while the whole device (or too many siblings)
+is in use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from simdra._driver.claims.allocation import AllocatedDevice, ClaimAllocation
-from simdra._driver.claims.cdi import (
+from simdra._driver.claims.plan.allocation import (
+    AllocatedDevice,
+    ClaimAllocation,
+    UnitKey,
+    ambiguous_device_names,
+    check_allocation,
+    check_shares_allocated_once,
+    group_results,
+)
+from simdra._driver.claims.plan.cdi import (
     CdiError,
+    capacity_key,
     cdi_kind,
+    copy_json,
     encode_spec,
     merge_edits,
     qualified_name,
+    render_env,
     render_spec,
     spec_file_name,
+    unit_id,
 )
-from simdra._driver.claims.config.apply import ConfigEntry, Resolved, decode_entries, resolve_all
-from simdra._driver.claims.counters import counter_groups, pool_counters
-from simdra._driver.claims.device_metadata import (
+from simdra._driver.claims.plan.config import (
+    ClaimRules,
+    ConfigEntry,
+    Resolved,
+    decode_entries,
+    resolve_all,
+)
+from simdra._driver.claims.plan.metadata import (
     RequestMetadata,
     group_by_request,
     metadata_mounts,
 )
-from simdra._driver.claims.env import capacity_key, render_env, unit_id
-from simdra._driver.claims.errors import ClaimError
-from simdra._driver.claims.names import check_allocation
-from simdra._driver.claims.result_groups import (
-    UnitKey,
-    ambiguous_device_names,
-    check_shares_allocated_once,
-    group_results,
-)
-from simdra._driver.claims.rules import ClaimRules
-from simdra._driver.claims.types import ClaimRef, PreparedDevice, PrepareResult
-from simdra._driver.core.json_data import copy_json
-from simdra._driver.core.quantity import QuantityError, ceil_int, quantity_text
+from simdra._driver.claims.types import ClaimError, ClaimRef, PreparedDevice, PrepareResult
+from simdra._driver.core.quantity import QuantityError, ceil_int, parse_quantity, quantity_text
 from simdra._driver.devices.config_handler import ConfigError, ConfigTarget
 from simdra._driver.devices.model import Device, Inventory, Pool
 
 Amounts = Mapping[str, Fraction]
+# Where the inventory is read from, at each use (the live view's, for the plugin).
+InventoryProvider = Callable[[], Inventory]
 
 
 @dataclass(frozen=True)
@@ -126,12 +139,12 @@ class PreparedClaim:
     cdi_file: str
     cdi_spec: Mapping[str, Any]
     result: PrepareResult
-    # Device metadata (simdra._driver.claims.device_metadata): where its files are (None: off)
+    # Device metadata (simdra._driver.claims.plan.metadata): where its files are (None: off)
     # and the pod's name for a claim made from a template.
     metadata_root: str | None = None
     pod_claim_name: str | None = None
     # The spec mounts each request's directory (False: its file, in claims prepared
-    # before directory mounts; see simdra._driver.claims.device_metadata).
+    # before directory mounts; see simdra._driver.claims.plan.metadata).
     metadata_dir_mount: bool = True
 
     def spec_bytes(self) -> bytes:
@@ -141,10 +154,16 @@ class PreparedClaim:
     def metadata_devices(self, driver_name: str) -> dict[str, Mapping[str, Any]]:
         """CDI device name -> container edits of the devices that mount this claim's
         device metadata, as the plugin makes them (empty when the feature is off)."""
-        mounts = metadata_mounts(self.metadata(driver_name), self.metadata_root, driver_name,
-                                 self.claim.name, self.pod_claim_name, self.claim.uid,
-                                 dir_mount=self.metadata_dir_mount)
-        return dict(mounts.values())
+        return dict(self.metadata_mounts(driver_name).values())
+
+    def metadata_mounts(self, driver_name: str) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Base request -> (CDI device name, container edits) of the device that mounts
+        the request's device metadata (empty when the feature is off)."""
+        if self.metadata_root is None:
+            return {}  # off: nothing of the feature's is computed, on any claim's path
+        return metadata_mounts(self.metadata(driver_name), self.metadata_root, driver_name,
+                               self.claim.name, self.pod_claim_name, self.claim.uid,
+                               dir_mount=self.metadata_dir_mount)
 
     def metadata(self, driver_name: str) -> tuple[RequestMetadata, ...]:
         """The device metadata of each request (empty when the feature is off)."""
@@ -205,9 +224,7 @@ def _with_spec(
     """The claim with its CDI spec (the units' edits and the metadata mounts) and the
     kubelet's answer."""
     try:
-        mounts = metadata_mounts(prepared.metadata(driver_name), prepared.metadata_root,
-                                 driver_name, allocation.name, allocation.pod_claim_name,
-                                 allocation.uid, dir_mount=prepared.metadata_dir_mount)
+        mounts = prepared.metadata_mounts(driver_name)
         spec = render_spec(kind, [(unit.cdi_name, edits) for unit, edits in planned]
                            + [(name, edits) for name, edits in mounts.values()])
         file_name = spec_file_name(driver_name, allocation.uid)
@@ -353,7 +370,7 @@ def _cdi_name(claim_uid: str, result: AllocatedDevice, *, qualify_pool: bool) ->
 def _env_values(
     allocation: ClaimAllocation, unit: PreparedUnit, config: Resolved | None, rules: ClaimRules
 ) -> list[tuple[str, str]]:
-    """(key, value) pairs of the scheme documented in `simdra._driver.claims.env`."""
+    """(key, value) pairs of the scheme documented in `simdra._driver.claims.plan.cdi`."""
     values = [("NAME", unit.device), ("POOL", unit.pool), ("TYPE", unit.device_type)]
     for attribute, key in rules.env_attributes.items():
         value = unit.attribute(attribute)
@@ -396,3 +413,65 @@ def _check_unique_ids(planned: list[tuple[PreparedUnit, dict[str, Any]]], where:
             raise ClaimError(
                 f"{where}: CDI devices {other} and {unit.cdi_name} hash to the same env id"
             )
+
+
+# --- the counters a device consumes -------------------------------------------------
+
+
+def pool_counters(
+    pool: Pool, device: Device, where: str
+) -> tuple[dict[str, dict[str, Fraction]], dict[str, dict[str, Fraction]]]:
+    """What the device consumes of its pool's counter sets, and those sets' totals."""
+    try:
+        sets = {str(s["name"]): s for s in pool.shared_counters}
+        consumes: dict[str, dict[str, Fraction]] = {}
+        totals: dict[str, dict[str, Fraction]] = {}
+        for entry in device.spec.get("consumesCounters") or []:
+            name = str(entry["counterSet"])
+            if name not in sets:
+                raise ClaimError(
+                    f"{where}: the device consumes counter set {name}, "
+                    f"which pool {pool.name} does not have"
+                )
+            totals[name] = counter_amounts(sets[name]["counters"])
+            wanted = counter_amounts(entry["counters"])
+            unknown = sorted(set(wanted) - set(totals[name]))
+            if unknown:
+                raise ClaimError(f"{where}: counter set {name} has no counters {unknown}")
+            into = consumes.setdefault(name, {})
+            for counter, amount in wanted.items():
+                into[counter] = into.get(counter, Fraction(0)) + amount
+        return consumes, totals
+    except (KeyError, TypeError, AttributeError, QuantityError) as exc:
+        raise ClaimError(f"{where}: malformed counters in the inventory: {exc!r}") from None
+
+
+def device_counters(inventory: Inventory, pool_name: str, device_name: str) -> dict[
+    str, dict[str, Fraction]
+]:
+    """What a device of the inventory consumes of its pool's counter sets ({} when the
+    device is not there or its counters are malformed)."""
+    pool = inventory.pool(pool_name)
+    device = pool.device(device_name) if pool is not None else None
+    if pool is None or device is None:
+        return {}
+    try:
+        return pool_counters(pool, device, f"pool {pool_name} device {device_name}")[0]
+    except ClaimError:
+        return {}
+
+
+def counter_groups(device: Device) -> dict[str, tuple[str, ...]]:
+    """Counter set -> the compatibility groups the device declares for its consumption of
+    it (KEP-5963; only sets with groups are listed)."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for entry in device.spec.get("consumesCounters") or []:
+        named = entry.get("compatibilityGroups") if isinstance(entry, dict) else None
+        if named:
+            groups[str(entry.get("counterSet"))] = tuple(str(g) for g in named)
+    return groups
+
+
+def counter_amounts(counters: Any) -> dict[str, Fraction]:
+    """A counters map of the API (`{name: {value: quantity}}`) as exact amounts."""
+    return {str(name): parse_quantity(c["value"]) for name, c in counters.items()}

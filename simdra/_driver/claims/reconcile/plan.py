@@ -1,5 +1,6 @@
 """Which prepared claims the kubelet will never unprepare (pure): the decision half of
-reconciliation; `simdra._driver.claims.reconciler` reads the API and acts on the plan.
+reconciliation; `simdra._driver.claims.reconcile.reconciler` reads the API and acts on
+the plan.
 
 A record is leaked when its claim, as the API server has it now:
 
@@ -26,7 +27,7 @@ retries failures every 60 s), so a leak is acted on only once it has lasted:
   so a step of the wall clock neither shortens nor stretches anything).
 
 A claim is gone only on the API server's word: a NotFound Status naming that claim
-(`simdra._driver.claims.api_source`); any other answer is no evidence. And a plan never frees
+(`simdra._driver.claims.source`); any other answer is no evidence. And a plan never frees
 many records at once: when more than `BRAKE_ALWAYS` records are in doubt in one check,
 and more than `BRAKE_COUNT` or more than `BRAKE_SHARE` of all records, it frees none
 (`braked`): that is what a wrong cluster, an empty etcd or a bad controller looks like,
@@ -34,8 +35,10 @@ not what leaks do. In doubt are the records that look leaked and those whose rea
 due but got no answer (their read is still due): a failed read is no evidence that a
 claim is in use, so a wrong cluster that answers some reads with 404 and the rest with
 errors cannot slip under the brake one failed read at a time. What the plan says is due
-is still only a candidate: the reconciler asks the kubelet before it frees anything
-(`simdra._driver.claims.reconciler`).
+is still only a candidate: the reconciler asks the kubelet before it frees anything,
+and only its positive knowledge frees (`KubeletUsage`: what the kubelet says its pods
+use, the PodResources answer (`simdra._driver.kubelet.pod_resources`) as the claims lane
+sees it, so that the lane never imports the kubelet's wire types).
 
 Reads are spread out (`due_reads`), since every record costs the API server a GET: a
 suspect is read on every check; a record is first read one `interval` after it was
@@ -52,8 +55,9 @@ import math
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from simdra._driver.claims.plan.allocation import UnitKey, allocated_devices
 from simdra._driver.claims.types import ClaimRef
 
 CLAIM_DELETED = "claim_deleted"
@@ -66,10 +70,11 @@ REASONS = (CLAIM_DELETED, UID_CHANGED, DEALLOCATED, ALLOCATION_CHANGED, NOT_RESE
 FOUND, GONE, FAILED = "found", "gone", "failed"
 READ_RESULTS = (FOUND, GONE, FAILED)
 
-DeviceKey = tuple[str, str, str | None]  # (pool, device, shareID)
+DeviceKey = UnitKey  # (pool, device, shareID)
+PodKey = tuple[str, str]  # (namespace, name): how PodResources names a pod (no UID in List)
 
 # --reconcile-mode: report leaked records only, or free them when the kubelet agrees
-# (`simdra._driver.claims.reconciler`).
+# (`simdra._driver.claims.reconcile.reconciler`).
 REPORT, FREE = "report", "free"
 MODES = (REPORT, FREE)
 # The shortest grace `--reconcile-grace` accepts: a kubelet unprepares a claim within
@@ -271,19 +276,6 @@ def leak_reason(
     return None
 
 
-def allocated_devices(allocation: Mapping[str, Any], driver: str) -> frozenset[DeviceKey]:
-    """(pool, device, shareID) of every allocation result of `driver`."""
-    results = _get(allocation, "devices", "results")
-    found: set[DeviceKey] = set()
-    for result in _items(results):
-        if not isinstance(result, Mapping) or result.get("driver") != driver:
-            continue
-        pool, device, share = result.get("pool"), result.get("device"), result.get("shareID")
-        if isinstance(pool, str) and isinstance(device, str):
-            found.add((pool, device, share if isinstance(share, str) and share else None))
-    return frozenset(found)
-
-
 def _excludes(selector: Any, node: str) -> bool:
     """True only when the selector surely does not select `node` by name: every term
     requires a `metadata.name` field the node's name fails. Label requirements cannot
@@ -318,3 +310,72 @@ def _get(value: Any, *path: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+# --- what the kubelet says its pods use --------------------------------------------
+
+
+class KubeletUnavailable(Exception):
+    """The kubelet could not be asked (no socket, no answer, an error): its pods' use of
+    every claim is unknown, so nothing may be freed."""
+
+
+@dataclass(frozen=True)
+class KubeletUsage:
+    """One answer of the kubelet: the pods it lists, and the devices of this driver it
+    lists for their containers' claims."""
+
+    pods: frozenset[PodKey]
+    devices: frozenset[DeviceKey]  # (pool, device, shareID) of this driver
+    lists_dra: bool  # any container listed any DRA resource at all
+
+    def unknown(self, own_pod: PodKey | None) -> str | None:
+        """Why this answer cannot prove that a record is unused, or None when it can.
+
+        Only positive knowledge frees. The kubelet lists this plugin's own pod once it
+        has synced its pods after a (re)start, and only the node's own kubelet lists it,
+        so without it the answer may be an empty early one or another node's. And an
+        answer with no DRA resource for any container is what a kubelet with its
+        KubeletPodResourcesDynamicResources gate off, or with its claim cache lost,
+        gives too: it proves nothing while any record exists, and one does (the record
+        being judged)."""
+        if own_pod is None:
+            return ("this plugin's pod is not known (--pod-namespace and --pod-name unset), "
+                    "so the kubelet's answer cannot be checked")
+        if own_pod not in self.pods:
+            return (f"the kubelet does not list this plugin's pod {own_pod[0]}/{own_pod[1]} "
+                    "(not synced since its restart, or another kubelet's socket)")
+        if not self.lists_dra:
+            return ("the kubelet lists no DRA resources for any container (its "
+                    "KubeletPodResourcesDynamicResources gate off, its claim cache lost, "
+                    "or not yet synced)")
+        return None
+
+    def uses(self, record: RecordedClaim) -> bool:
+        """True when a container on the node uses any of the record's devices, under
+        whatever claim name.
+
+        Devices, not the claim's name, decide: the kubelet lists a claim's devices only
+        once it is prepared (a claim it could not prepare yet is listed without devices:
+        its claim cache entry starts with no devices per driver and takes them from the
+        NodePrepareResources answer, pkg/kubelet/cm/dra/claiminfo.go),
+        so a claim deleted and made again under the same name, pending on the record's
+        device or running on another one, is another claim and does not keep the stale
+        record; and a device the kubelet lists for any claim is in use, whatever the API
+        says. A share ID is compared only where both sides have one (a kubelet may list
+        none), which errs on the side of in use."""
+        return any(_matches(device, self.devices) for device in record.devices)
+
+
+def _matches(device: DeviceKey, listed: frozenset[DeviceKey]) -> bool:
+    pool, name, share = device
+    return any((p, n) == (pool, name) and (s is None or share is None or s == share)
+               for p, n, s in listed)
+
+
+class KubeletUsageSource(Protocol):
+    """Asks the kubelet which claims its pods use now."""
+
+    def usage(self) -> KubeletUsage:
+        """The kubelet's current answer; KubeletUnavailable when it cannot be had."""
+        ...

@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from simdra._driver.claims.plan import PreparedClaim
+from simdra._driver.claims.plan.prepared import PreparedClaim
 from simdra._driver.claims.types import ClaimRef
 
 if TYPE_CHECKING:
-    from simdra._driver.claims.status import ClaimStatusWriter
+    from simdra._driver.claims.status.writer import ClaimStatusWriter
     from simdra._driver.kubeapi import RestClient
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class DeferredStatusWriter:
         """As ClaimStatusWriter.sync, once the client exists."""
         if self._writer is None:
             api_client = self._client_of()  # first: the client's import must be done
-            from simdra._driver.claims.status import ClaimStatusWriter
+            from simdra._driver.claims.status.writer import ClaimStatusWriter
 
             self._writer = ClaimStatusWriter(api_client, self._driver_name)
         return self._writer.sync(ref, prepared)

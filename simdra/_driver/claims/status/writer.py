@@ -28,7 +28,7 @@ removed by a JSON patch that tests each one first.
 Failure policy: status is informative (nothing in Kubernetes waits for it unless a
 device uses binding conditions, which ours do not), so a failed write never fails the
 prepare or unprepare. `ClaimStatusWriter.sync` does one write and raises when it cannot;
-queueing, retrying and superseding live in `simdra._driver.claims.status_worker`, which runs
+queueing, retrying and superseding live in `simdra._driver.claims.status.worker`, which runs
 the writes off the prepare path.
 """
 
@@ -43,9 +43,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from simdra._driver.claims.errors import claim_label
-from simdra._driver.claims.plan import PreparedClaim, PreparedUnit
-from simdra._driver.claims.types import ClaimRef
+from simdra._driver.claims.plan.prepared import PreparedClaim, PreparedUnit
+from simdra._driver.claims.types import ClaimRef, claim_label
 from simdra._driver.core.quantity import quantity_text
 from simdra._driver.kubeapi import ApiStatusError, RestClient, status_text
 

@@ -4,10 +4,23 @@ memory (records, corrupt records, reservations, capacity ledger), for the prepar
 Memory is the source of truth while the process lives; it is loaded from disk at
 start-up (`recover`, which also makes the CDI directory agree with the records), when
 another instance changed the checkpoint (`refresh`), and after a failed step (`resync`).
+
+Device metadata files on disk (`write_metadata`, `remove_metadata`; what they hold and
+where is `simdra._driver.claims.plan.metadata`): written before the CDI spec that mounts
+them is put in place, restored with it, removed after it. A file is rewritten only when
+its content changed, and then with the next generation, so a container reading it twice
+can tell an update from a re-read. Files are written atomically (a reader never sees
+half a file) but their directories are not fsynced: a file lost in a crash is written
+again from the record before the spec is restored. They live in the store's own
+directory (`<data dir>/dra-device-metadata`, never one a record names), and nothing here
+follows a link: each level is a real directory or refused, a tree is removed entry by
+entry without entering a link (`simdra._driver.core.nofollow.remove_tree`), and only
+names the plugin writes (claim UIDs) are listed or removed.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -19,28 +32,47 @@ from simdra._driver.atomicfile import (
     safe_child,
     write_atomic,
 )
-from simdra._driver.claims.cdi import (
+from simdra._driver.claims.ledger import CapacityLedger
+from simdra._driver.claims.plan.cdi import (
     CDI_DIR_MODE,
     CDI_SPEC_MODE,
     claim_uid_of_file,
     spec_file_name,
     spec_file_prefix,
 )
-from simdra._driver.claims.checkpoint import Checkpoint, CorruptRecord, Stamp, trusted_for
-from simdra._driver.claims.counters import device_counters
-from simdra._driver.claims.device_metadata import HOST_SUBDIR
-from simdra._driver.claims.errors import ClaimError
-from simdra._driver.claims.ledger import CapacityLedger
-from simdra._driver.claims.metadata_files import metadata_claims, remove_metadata, write_metadata
-from simdra._driver.claims.plan import PreparedClaim
-from simdra._driver.claims.prepare_items import PREPARER_LOG as log
-from simdra._driver.claims.prepare_items import label
-from simdra._driver.claims.prepare_planner import InventoryProvider
-from simdra._driver.claims.reconcile_plan import RecordedClaim
-from simdra._driver.claims.reserved import MAX_SPEC_BYTES, Reservation, reservation
-from simdra._driver.claims.types import ClaimRef
-from simdra._driver.core.nofollow import read_regular
+from simdra._driver.claims.plan.metadata import (
+    HOST_SUBDIR,
+    RequestMetadata,
+    encode_stream,
+    host_dir,
+    host_path,
+    stream_generation,
+    without_generation,
+)
+from simdra._driver.claims.plan.prepared import InventoryProvider, PreparedClaim, device_counters
+from simdra._driver.claims.reconcile.plan import RecordedClaim
+from simdra._driver.claims.store.checkpoint import Checkpoint, CorruptRecord, Stamp, trusted_for
+from simdra._driver.claims.store.reserved import MAX_SPEC_BYTES, Reservation, reservation
+from simdra._driver.claims.types import ClaimError, ClaimRef, claim_label
+from simdra._driver.core.nofollow import (
+    open_directory,
+    read_regular,
+    real_directory,
+    remove_tree,
+)
 from simdra._driver.core.textlimits import one_line
+from simdra._driver.core.validation.names import uuid_errors
+
+# One logger for everything a prepare or unprepare logs, whichever module writes it (the
+# transaction, its batch, this store): operators and log pipelines select the
+# preparer's lines by this name.
+PREPARE_LOG = logging.getLogger("simdra._driver.claims.prepare")
+log = PREPARE_LOG
+
+METADATA_FILE_MODE = 0o644  # containers of any user read it, through a read-only mount
+METADATA_DIR_MODE = 0o755
+# A stream is a few KiB; more than this was not written by the plugin.
+MAX_METADATA_BYTES = 4 << 20
 
 
 class PreparedStore:
@@ -89,7 +121,7 @@ class PreparedStore:
                 self.ensure_spec(claim)
             except Exception:
                 # Not fatal for the node: the next prepare of this claim retries the write.
-                log.exception("cannot restore the CDI spec of %s", label(claim.claim))
+                log.exception("cannot restore the CDI spec of %s", _label(claim.claim))
         self.remember_stamp()
 
     def refresh(self) -> None:
@@ -192,7 +224,7 @@ class PreparedStore:
                 return
         except OSError:
             pass  # a link or no regular file: the rename replaces it, never followed
-        log.info("restoring CDI spec %s of %s", path, label(claim.claim))
+        log.info("restoring CDI spec %s of %s", path, _label(claim.claim))
         write_atomic(path, wanted, CDI_SPEC_MODE)
 
     def _remove_orphan_metadata(self) -> None:
@@ -240,7 +272,7 @@ class PreparedStore:
             return safe_child(self.cdi_root, spec_file_name(self.driver, ref.uid))
         except ValueError as exc:
             raise ClaimError(
-                f"{label(ref)}: claim uid is not usable in file names: {exc}"
+                f"{_label(ref)}: claim uid is not usable in file names: {exc}"
             ) from None
 
     def record_path(self, ref: ClaimRef) -> Path:
@@ -249,5 +281,80 @@ class PreparedStore:
             return self.checkpoint.path_for(ref.uid)
         except ValueError as exc:
             raise ClaimError(
-                f"{label(ref)}: claim uid is not usable in file names: {exc}"
+                f"{_label(ref)}: claim uid is not usable in file names: {exc}"
             ) from None
+
+    # --- the checks of a prepare ------------------------------------------------------
+
+    def refuse_corrupt(self, ref: ClaimRef) -> None:
+        """ClaimError when the claim's record cannot be read: preparing it again could
+        double-book what the unreadable record holds."""
+        if ref.uid in self.corrupt:
+            raise ClaimError(
+                f"{_label(ref)}: {self.corrupt[ref.uid]}; not preparing it again "
+                "(an unprepare of the claim moves the record aside)"
+            )
+
+
+def _label(ref: ClaimRef) -> str:
+    return claim_label(ref.namespace, ref.name, ref.uid)
+
+
+# --- device metadata files ---------------------------------------------------------
+
+
+def write_metadata(claim: PreparedClaim, driver_name: str, root: str | Path) -> None:
+    """Write every request's metadata file of `claim` that is missing or differs, under
+    `root` (the store's own directory, whatever the claim's record says); OSError (one
+    line) when a level of the tree is a symlink or not a directory."""
+    for request in claim.metadata(driver_name):
+        directory = host_dir(str(root), claim.claim.uid, request.request)
+        for level in (Path(root), Path(directory).parent, Path(directory)):
+            real_directory(level, METADATA_DIR_MODE)
+        path = Path(host_path(str(root), claim.claim.uid, request.request, driver_name,
+                              dir_mount=claim.metadata_dir_mount))
+        _write_request(path, claim, request)
+
+
+def remove_metadata(root: str | Path, claim_uid: str) -> list[str]:
+    """Remove the claim's metadata directory, never through a link; the symlinks found
+    and unlinked there (empty: none). Nothing to do when `root` does not exist;
+    NotADirectoryError when it is a link."""
+    safe_child(root, claim_uid)  # a checked name
+    try:
+        return remove_tree(root, claim_uid)
+    except FileNotFoundError:
+        return []
+
+
+def metadata_claims(root: str | Path) -> list[str]:
+    """The claim UIDs with an entry under `root`, links included (they are removed, never
+    followed); other names are not the plugin's and are left alone. Empty when `root`
+    does not exist; NotADirectoryError (one line) when it is a symlink or a file."""
+    try:
+        fd = open_directory(root)
+    except FileNotFoundError:
+        return []
+    try:
+        names = os.listdir(fd)
+    finally:
+        os.close(fd)
+    return sorted(name for name in names if not uuid_errors(name, "uid"))
+
+
+def _write_request(path: Path, claim: PreparedClaim, request: RequestMetadata) -> None:
+    ref = claim.claim
+    identity = (ref.namespace, ref.name, ref.uid)
+    try:
+        old: bytes | None = read_regular(path, MAX_METADATA_BYTES)
+    except OSError:
+        old = None  # a link or no file: replaced by the rename, never followed
+    generation = 1
+    if old is not None:
+        current = stream_generation(old)
+        wanted = encode_stream(identity, claim.pod_claim_name, request, current or 1)
+        if current and without_generation(old) == without_generation(wanted):
+            return  # says what it should: a rewrite would bump the generation for nothing
+        generation = current + 1
+    data = encode_stream(identity, claim.pod_claim_name, request, generation)
+    write_atomic(path, data, METADATA_FILE_MODE, sync_dir=False)

@@ -4,9 +4,9 @@ A record that cannot be trusted does not say which devices its claim holds, yet 
 claim may be running: forgetting its devices would let the node prepare them for
 another claim. What a container can actually have been given is in the claim's CDI
 spec, whose file name follows from the claim UID alone: each CDI device of this driver
-carries `SIMDRA_DEVICE_<ID>_POOL` and `_NAME` env vars (see `simdra._driver.claims.env`), so the
-spec names the (pool, device) pairs to keep reserved until the kubelet unprepares the
-claim.
+carries `SIMDRA_DEVICE_<ID>_POOL` and `_NAME` env vars (see
+`simdra._driver.claims.plan.cdi`), so the spec names the (pool, device) pairs to keep
+reserved until the kubelet unprepares the claim.
 
 When there is no readable spec, nothing can be reserved, and nothing needs to be: the
 spec is written after the record and removed before it, so a claim without one has no
@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simdra._driver.atomicfile import safe_child
-from simdra._driver.claims.cdi import spec_file_name
-from simdra._driver.claims.env import ENV_PREFIX, ID_LENGTH
+from simdra._driver.claims.plan.cdi import ENV_PREFIX, ID_LENGTH, spec_file_name
 from simdra._driver.core.nofollow import read_regular
 from simdra._driver.core.textlimits import load_json, one_line
 from simdra._driver.core.validation.names import dns_label_errors, pool_name_errors

@@ -7,7 +7,7 @@ Per device: each capacity's hard limit, what is used, what is free, and the hold
 (claim, UID, shareID, consumed). An exclusive device counts as fully used while a claim
 holds it; admin-access holders are listed but consume nothing. Per counter set of a
 partitionable pool: total, used by the devices in use, free. Devices that unreadable
-records keep reserved (`simdra._driver.claims.reserved`) are listed with those records.
+records keep reserved (`simdra._driver.claims.store.reserved`) are listed with those records.
 `simdra usage` (simdra._driver.cli.usage) reads the records and shows this report.
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from simdra._driver.claims.checkpoint import CorruptRecord
 from simdra._driver.claims.ledger import CapacityLedger
-from simdra._driver.claims.plan import PreparedClaim, PreparedUnit
-from simdra._driver.claims.reserved import Reservation
+from simdra._driver.claims.plan.prepared import PreparedClaim, PreparedUnit
+from simdra._driver.claims.store.checkpoint import CorruptRecord
+from simdra._driver.claims.store.reserved import Reservation
 
 UNREADABLE_NOTE = "reserved by an unreadable record"
 Amounts = dict[str, Fraction]

@@ -13,9 +13,9 @@ Modules:
 - `targets`: parsing `device` / `pool/device` targets;
 - `entry`: DeviceFaults, one target's faults, and the checks on counts, delays, messages;
 - `state`: FaultState, all faults, its file form, and the CLI's edits (pure);
-- `control`: the control file, change detection and the lock protocol (side effects);
+- `control`: the control file, change detection and the lock protocol (side effects),
+  and PrepareFaults, the hook that fails or slows prepares;
 - `effects`: removals from the inventory and health reports (pure);
-- `prepare_hook`: PrepareFaults, failing or slowing prepares;
 - `errors`: FaultError, FaultLockTimeout, InjectedFault.
 """
 
@@ -23,6 +23,7 @@ from simdra._driver.devices.faults.control import (
     FAULT_FILE,
     LOCK_TIMEOUT_SECONDS,
     FaultFile,
+    PrepareFaults,
     fault_file_path,
     hold_lock,
 )
@@ -36,7 +37,6 @@ from simdra._driver.devices.faults.entry import (
     check_seconds,
 )
 from simdra._driver.devices.faults.errors import FaultError, FaultLockTimeout, InjectedFault
-from simdra._driver.devices.faults.prepare_hook import PrepareFaults
 from simdra._driver.devices.faults.state import (
     DEFAULT_FAIL_MESSAGE,
     DEFAULT_UNHEALTHY_MESSAGE,

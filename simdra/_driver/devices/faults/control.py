@@ -7,6 +7,11 @@ exclusive flock on `<data dir>/faults.lock`, and the file is replaced with
 plugin's poller) see either the old or the new file, never a torn one. The lock is only
 taken to change the file; the plugin's per-prepare check is a `stat` when nothing is
 pending for the device. Faults persist across plugin restarts until cleared.
+
+`PrepareFaults` is the plugin's side of fail-prepare and slow-prepare faults: the hook
+the preparer calls before it prepares each device. With no fault in force (the file
+absent, or listing none) it costs the file's `stat` and returns, without a look at the
+entries.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import TypeVar
 
 from simdra._driver.atomicfile import write_atomic
 from simdra._driver.core.nofollow import read_regular
-from simdra._driver.devices.faults.errors import FaultError, FaultLockTimeout
+from simdra._driver.devices.faults.errors import FaultError, FaultLockTimeout, InjectedFault
 from simdra._driver.devices.faults.state import FaultState
 
 MAX_FAULT_FILE_BYTES = 64 << 20  # far more than any fault list `simdra fault` writes
@@ -178,3 +183,43 @@ def _try_lock(fd: int) -> bool:
             raise
         return False
     return True
+
+
+class PrepareFaults:
+    """Called by the preparer before it prepares each device; obeys prepare faults.
+
+    `before_device` takes one slow prepare (sleeps) and one failing prepare (raises
+    InjectedFault) of the device, where pending. Counts are taken under the fault lock
+    and written back before sleeping, so a concurrent `simdra fault` is never lost.
+    `close()` cuts short sleeps in progress (plugin shutdown).
+    """
+
+    def __init__(self, fault_file: FaultFile,
+                 sleep: Callable[[float], object] | None = None) -> None:
+        """sleep: how to wait out a slow prepare (default: a wait that `close()` ends)."""
+        self._file = fault_file
+        self._closed = threading.Event()
+        self._sleep = sleep or self._closed.wait
+
+    def before_device(self, pool: str, device: str) -> None:
+        """Apply the device's pending prepare faults; InjectedFault when it must fail."""
+        faults = self._file.current()
+        if not faults.entries or not faults.has_prepare_faults(pool, device):
+            return  # the common case, no fault in force, decided here at once
+        try:
+            effect = self._file.update(lambda s: s.consume_prepare(pool, device))
+        except (FaultError, FaultLockTimeout, OSError) as err:
+            log.error("prepare of %s/%s: fault injection skipped: %s", pool, device, err)
+            return
+        if effect.slow_seconds:
+            log.info("prepare of %s/%s: injected delay of %gs", pool, device,
+                     effect.slow_seconds)
+            self._sleep(effect.slow_seconds)
+        if effect.fail_message is not None:
+            raise InjectedFault(
+                f"device {pool}/{device}: {effect.fail_message} (injected by simdra fault; "
+                f"{effect.fails_left} more failing prepares pending)")
+
+    def close(self) -> None:
+        """End sleeps in progress and skip future ones."""
+        self._closed.set()

@@ -1,0 +1,1 @@
+"""Prepare and unprepare: the transaction (`transaction`) and its batch (`batch`)."""

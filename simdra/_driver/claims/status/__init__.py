@@ -1,0 +1,2 @@
+"""Claim status: our `status.devices` entries (`writer`), written off the prepare path
+(`worker`)."""
