@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from simdra._driver.claims.plan.metadata import POD_CLAIM_ANNOTATION

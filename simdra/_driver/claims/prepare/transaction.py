@@ -21,11 +21,10 @@ leftovers), rewrites missing CDI files of recorded claims, and drops temp files 
 interrupted writes. The in-memory records and ledger mirror the checkpoint: they are
 updated right after the record is written or removed.
 
-Group commit: calls that queue for the serialized section while one runs are taken in
-together as one batch (`simdra._driver.claims.prepare.batch`), and each step runs for
-every claim of the batch before the next, so the fsyncs are shared and the crash promise
-holds claim by claim. Claims are planned one after the other, each against a ledger that
-already holds the claims planned before it.
+Calls that queue for the serialized section while one runs are one batch (group
+commit, `simdra._driver.claims.prepare.batch`): its claims are planned one after the
+other, each against a ledger that already holds the ones before it, then written step
+by step for all of them, the fsyncs shared and the order above kept claim by claim.
 
 Reads from the API server happen outside the serialized section, never in it: a call
 first looks at the records memory holds for its claims, then reads every claim (in
@@ -61,7 +60,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
-from typing import Protocol
 
 from simdra._driver.claims.ledger import CapacityLedger
 from simdra._driver.claims.plan.allocation import (
@@ -88,6 +86,7 @@ from simdra._driver.claims.prepare.batch import (
 )
 from simdra._driver.claims.reconcile.plan import Reclaim, RecordedClaim
 from simdra._driver.claims.source import FETCH_DEADLINE_S, ClaimSource, Fetched, fetch_claims
+from simdra._driver.claims.status.worker import StatusWriter
 from simdra._driver.claims.store.checkpoint import CorruptRecord
 from simdra._driver.claims.store.prepared_store import PREPARE_LOG as log
 from simdra._driver.claims.store.prepared_store import PreparedStore
@@ -102,23 +101,6 @@ DeviceHook = Callable[[str, str], None]
 # record changed between the call's look and the section (a race, not a steady state).
 PREPARE_ROUNDS = 3
 _DEVICES_SHOWN = 8  # devices named in one error or log line
-
-
-class StatusWriter(Protocol):
-    """Publishes prepared claims in their `status.devices` (see
-    `simdra._driver.claims.status.worker`).
-
-    Called inside the serialized section after the claim's files are in place; must not
-    raise for API failures (the preparer logs and ignores anything that escapes).
-    """
-
-    def prepared(self, claim: PreparedClaim) -> None:
-        """The claim is prepared (newly, or again with its recorded answer)."""
-        ...
-
-    def unprepared(self, ref: ClaimRef) -> None:
-        """The claim is unprepared (or was never prepared here)."""
-        ...
 
 
 class Preparer:

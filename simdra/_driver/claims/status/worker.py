@@ -31,6 +31,22 @@ log = logging.getLogger(__name__)
 _Wanted = tuple[ClaimRef, PreparedClaim | None]
 
 
+class StatusWriter(Protocol):
+    """What the preparer tells about claims' status (`BackgroundStatusWriter` is one).
+
+    Called inside the serialized section after the claim's files are in place; must not
+    raise for API failures (the preparer logs and ignores anything that escapes).
+    """
+
+    def prepared(self, claim: PreparedClaim) -> None:
+        """The claim is prepared (newly, or again with its recorded answer)."""
+        ...
+
+    def unprepared(self, ref: ClaimRef) -> None:
+        """The claim is unprepared (or was never prepared here)."""
+        ...
+
+
 class StatusSync(Protocol):
     """Writes one claim's status as wanted (`ClaimStatusWriter`); True when done."""
 
