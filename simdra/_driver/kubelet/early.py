@@ -3,8 +3,9 @@
 `simdra run` starts them as soon as its flags are checked, with nothing but gRPC and
 this package imported: the kubelet can register the plugin while the claims, devices
 and Kubernetes client modules are still loading. A prepare or unprepare that comes
-before the plugin's preparer exists waits for it (`dra_service.DeferredPreparer`); the health
-stream starts with an empty list and gets the devices' as soon as they are discovered.
+before the plugin's preparer exists waits for it (`dra_service.DeferredPreparer`); the
+health stream starts with an empty list and gets the devices' as soon as they are
+discovered.
 With `count_calls`, every call on both sockets is counted from the first one on
 (`simdra._driver.kubelet.call_counts`), for the metrics that come later.
 
