@@ -78,7 +78,7 @@ def list_taint_rules(client: RestClient) -> list[JSON]:
     for version in TAINT_RULE_VERSIONS:
         path = f"/apis/resource.k8s.io/{version}/devicetaintrules"
         try:
-            return _list_path(client, path, "devicetaintrules.resource.k8s.io")
+            return _list_path(client, path, "devicetaintrules.resource.k8s.io", "taint_rules")
         except ListFailed as failed:
             cause = failed.cause
             if not (isinstance(cause, ApiStatusError) and cause.status == 404):
@@ -89,10 +89,10 @@ def list_taint_rules(client: RestClient) -> list[JSON]:
 def list_all(client: RestClient, kind: str) -> list[JSON]:
     """Every object of `kind`, page by page; ListFailed on an error."""
     path, resource = PATHS[kind]
-    return _list_path(client, path, resource)
+    return _list_path(client, path, resource, kind)
 
 
-def _list_path(client: RestClient, path: str, resource: str) -> list[JSON]:
+def _list_path(client: RestClient, path: str, resource: str, kind: str) -> list[JSON]:
     items: list[JSON] = []
     token = ""
     while True:
