@@ -101,7 +101,7 @@ def cel_node(control_plane: ControlPlane) -> Iterator[HostNode]:
 @pytest.fixture
 def workloads(control_plane: ControlPlane) -> Iterator[Workloads]:
     """Pods and templates in `default`, removed after the test."""
-    w = Workloads(control_plane.api_client())
+    w = Workloads(control_plane.api_client(), cp=control_plane)
     try:
         yield w
     finally:

@@ -42,3 +42,15 @@ def kubectl_dra_json(cp: ControlPlane, *args: str) -> dict[str, Any]:
     """`kubectl dra ARGS -o json`, parsed."""
     found: dict[str, Any] = json.loads(kubectl_dra(cp, *args, "-o", "json"))
     return found
+
+
+def why_agrees_pending(cp: ControlPlane, namespace: str, pod: str) -> None:
+    """The scheduler has just left `pod` Unschedulable: `kubectl dra why` must agree, that
+    is, find at least one of its claims not allocatable now. Every e2e scenario with a
+    Pending pod checks this as it waits for the scheduler's verdict. A pod with no
+    ResourceClaim (waiting for CPU or memory) is not DRA's to explain, and is skipped."""
+    reports = kubectl_dra_json(cp, "why", f"pod/{pod}", "-n", namespace)["claims"]
+    verdicts = {r["claim"]: r["verdict"] for r in reports}
+    assert not reports or any(
+        not r["allocated"] and r["verdict"].startswith("not") for r in reports), (
+        f"kubectl dra why pod/{pod} disagrees with the scheduler's Unschedulable: {verdicts}")

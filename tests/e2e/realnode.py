@@ -32,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from . import releases
 from .controlplane import DRA_GATES, ControlPlane, record_pid
+from .kubectl_plugin import why_agrees_pending
 from .node import SIMDRA_IMAGE, Node, NodeBinaries, NodeError, require_disposable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -770,7 +771,8 @@ class Kube:
         return self.get_pod(name) or {}
 
     def wait_unschedulable(self, name: str, timeout: float = 90) -> None:
-        """Wait until the scheduler has marked the pod Unschedulable (it stays Pending)."""
+        """Wait until the scheduler has marked the pod Unschedulable (it stays Pending);
+        `kubectl dra why` must agree."""
 
         def refused() -> bool:
             conds = ((self.get_pod(name) or {}).get("status") or {}).get("conditions") or []
@@ -785,6 +787,7 @@ class Kube:
             self.node.kubelet_log,
             lambda: self.pod_summary(name),
         )
+        why_agrees_pending(self.cp, NAMESPACE, name)
 
     def wait_gone(self, name: str, timeout: float = 90) -> None:
         """Wait until the pod object is gone (deleted by someone else: an eviction)."""

@@ -157,7 +157,7 @@ def test_admin_access_claim(gpu_node: HostNode, workloads: Workloads) -> None:
         "gpu", GPU, selectors=['device.attributes["dra.example.com"].index == 0'])])
     user_pod = workloads.pod(unique("user"), {"gpu": user}, node=GPU_NODE)
     _run(workloads, gpu_node, user_pod)
-    admin = Workloads(workloads.core.api_client, namespace)
+    admin = Workloads(workloads.core.api_client, namespace, cp=workloads.cp)
     try:
         template = admin.template("monitor", [exactly(
             "gpu", GPU, admin_access=True,

@@ -12,6 +12,9 @@ from kubernetes import client
 
 from simdra._driver.testing.cluster import wait_until
 
+from .controlplane import ControlPlane
+from .kubectl_plugin import why_agrees_pending
+
 JSON = dict[str, Any]
 _names = itertools.count()
 
@@ -42,7 +45,9 @@ def exactly(name: str, device_class: str, *, count: int | None = None,
 class Workloads:
     """Creates and removes pods that use ResourceClaimTemplates, in one namespace."""
 
-    def __init__(self, api: client.ApiClient, namespace: str = "default") -> None:
+    def __init__(self, api: client.ApiClient, namespace: str = "default",
+                 cp: ControlPlane | None = None) -> None:
+        self.cp = cp  # for `kubectl dra why` on each Pending pod
         self.core = client.CoreV1Api(api)
         self.resource = client.ResourceV1Api(api)
         self.namespace = namespace
@@ -105,9 +110,13 @@ class Workloads:
         return None
 
     def wait_unschedulable(self, name: str, timeout: float = 60.0) -> str:
-        """Wait for the scheduler's Unschedulable verdict; returns reason and message."""
-        return wait_until(lambda: self.unschedulable_reason(name), timeout,
-                          f"pod {self.namespace}/{name} marked unschedulable")
+        """Wait for the scheduler's Unschedulable verdict, which `kubectl dra why` must
+        share; returns reason and message."""
+        reason = wait_until(lambda: self.unschedulable_reason(name), timeout,
+                            f"pod {self.namespace}/{name} marked unschedulable")
+        if self.cp is not None:
+            why_agrees_pending(self.cp, self.namespace, name)
+        return reason
 
     def claims_of(self, name: str) -> dict[str, JSON]:
         """Claim name in the pod -> the ResourceClaim the controller made for it (JSON)."""
