@@ -96,6 +96,14 @@ class DeviceKind:
     Registered with `simdra run --kind package.module:CryptoKind` (or
     `simdra.main(kinds=(CryptoKind,))`); the first paragraph of its docstring describes
     it in `simdra kinds` and above its DeviceClass.
+
+    The class attributes: `name`, the devices' `type` attribute (a DNS label; the
+    DeviceClass is `<name>.<driver name>`, and each config handler's `device_type` is
+    `name`); `env_attributes`, attribute -> env KEY; `config_handlers`; `profiles` for
+    fake-device mode; `device_class_condition`, an extra CEL condition of the class;
+    `skip_node_operations`, the kubelet calls its devices need none of: ("*",) or
+    ("NodePrepareResources", "NodeUnprepareResources"), for a kind with nothing to set
+    up on the node (Kubernetes 1.37, gate DRAOptionalNodeOperations).
     """
 
     # The `type` attribute of its devices (a DNS label); its DeviceClass is

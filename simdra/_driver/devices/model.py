@@ -33,6 +33,9 @@ class Device:
                      "attributes": {"type": {"string": "crypto"}},
                      "capacity": {"sessions": {"value": "64"}}},
                container_edits={"deviceNodes": [{"path": "/dev/crypto0"}]})
+
+    `skip_node_operations`: the kubelet calls the device needs none of (see
+    `DeviceKind`), published on its slice as `spec.skipNodeOperations`.
     """
 
     spec: Mapping[str, Any]

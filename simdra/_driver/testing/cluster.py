@@ -34,6 +34,7 @@ from simdra._driver.kubelet.sockets import registration_socket_path
 from simdra._driver.slices.validated import INVALID_POOL
 from simdra._driver.testing.allocation.builders import claim as claim_json
 from simdra._driver.testing.apiserver import APIServer
+from simdra._driver.testing.cdi_env import claim_device_env
 from simdra._driver.testing.kind_classes import create_device_classes, kind_values
 from simdra._driver.testing.kubelet import KubeletEmulator
 from simdra._driver.testing.pod_resources import PLUGIN_POD, PodResourcesServer
@@ -310,7 +311,7 @@ class LocalCluster:
         namespace: str = "default",
         config: list[JSON] | None = None,
     ) -> JSON:
-        """Create a ResourceClaim with these requests (see allocation.builders.exactly)."""
+        """Create a ResourceClaim with these requests (`simdra.testing.exactly` builds one)."""
         body = claim_json(name, *requests, namespace=namespace, config=config)
         body["metadata"].pop("uid")  # the server assigns it
         response = self.resource.create_namespaced_resource_claim(
@@ -339,11 +340,19 @@ class LocalCluster:
     # -- the kubelet --------------------------------------------------------------------
 
     def prepare(self, *names: str, version: str | None = None) -> dict[str, JSON]:
-        """NodePrepareResources for these claims through the kubelet emulator."""
+        """NodePrepareResources for these claims through the kubelet emulator: claim UID
+        -> {"devices": [...], "error": str}, each device a dict of request_names,
+        pool_name, device_name, cdi_device_ids and share_id (None when unset)."""
         assert self.kubelet is not None
         return self.kubelet.prepare(
             [self.claim_ref(n) for n in names], driver_name=self.driver_name, version=version
         )
+
+    def device_env(self, claim_uid: str) -> dict[str, dict[str, str]]:
+        """The env a container of a prepared claim gets, by device: device name ->
+        {KEY: value} of its SIMDRA_DEVICE_<ID>_<KEY> variables (NAME, CAPACITY_..., the
+        kind's keys); {} before the claim is prepared."""
+        return claim_device_env(self.cdi_root, claim_uid)
 
     def unprepare(self, *refs: ClaimRef, version: str | None = None) -> dict[str, JSON]:
         """NodeUnprepareResources for these claims through the kubelet emulator."""

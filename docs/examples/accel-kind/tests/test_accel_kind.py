@@ -8,7 +8,6 @@ Run it where simdra (with its `demo` extra) and accel_kind import:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -60,10 +59,8 @@ def shape(name: str, **fields: Any) -> dict[str, Any]:
 
 def cdi_env(cluster: LocalCluster, uid: str) -> dict[str, str]:
     """The SIMDRA_DEVICE_<ID>_<KEY> env of the claim's one CDI device, by KEY."""
-    [spec_file] = cluster.cdi_root.glob(f"*_{uid}.json")
-    [device] = json.loads(spec_file.read_text())["devices"]
-    env = dict(e.split("=", 1) for e in device["containerEdits"]["env"])
-    return {k.split("_", 3)[3]: v for k, v in env.items() if k.startswith("SIMDRA_DEVICE_")}
+    [env] = cluster.device_env(uid).values()
+    return env
 
 
 def test_one_accelerator_is_a_whole_two_halves_and_four_quarters() -> None:

@@ -9,7 +9,6 @@ Run it where simdra (with its `demo` extra) and this package import:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -25,7 +24,6 @@ import crypto_driver
 
 DRIVER = "crypto.example.com"
 CLASS = f"crypto.{DRIVER}"
-PREFIX = "SIMDRA_DEVICE_"
 
 
 @pytest.fixture
@@ -60,10 +58,8 @@ def share(sessions: str) -> dict[str, Any]:
 
 def cdi_env(cluster: LocalCluster, uid: str) -> dict[str, str]:
     """The SIMDRA_DEVICE_<ID>_<KEY> env of the claim's one CDI device, by KEY."""
-    [spec_file] = cluster.cdi_root.glob(f"*_{uid}.json")
-    [device] = json.loads(spec_file.read_text())["devices"]
-    env = dict(e.split("=", 1) for e in device["containerEdits"]["env"])
-    return {k[len(PREFIX):].split("_", 1)[1]: v for k, v in env.items() if k.startswith(PREFIX)}
+    [env] = cluster.device_env(uid).values()
+    return env
 
 
 def test_accelerators_are_valid_devices_of_shared_sessions() -> None:
