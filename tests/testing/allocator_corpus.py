@@ -254,6 +254,18 @@ _SHARED_PARTITION = (
         partition("p-0", "40Gi", attributes={"model": {"string": "p"}})], count=2),
 )
 
+# Partitions of one counter set in compatibility groups (KEP-5963): "mig", "ts" and
+# "both" (the two groups), and "plain" in none.
+_COMPAT = (
+    counter_slice("counters", ("cs", {"mem": "80Gi"})),
+    resource_slice("s", [{
+        "name": f"{model}-0", "attributes": {"model": {"string": model}},
+        "consumesCounters": [{"counterSet": "cs", "counters": {"mem": {"value": "20Gi"}},
+                              **({"compatibilityGroups": groups} if groups else {})}]}
+        for model, groups in (("mig", ["mig"]), ("ts", ["time-sliced"]),
+                              ("both", ["mig", "time-sliced"]), ("plain", []))], count=2),
+)
+
 
 def _model(model: str) -> list[JSON]:
     return cel(f'device.attributes["{DRIVER}"].model == "{model}"')
@@ -293,6 +305,20 @@ CASES = [
     Case("counters: partition leaves too little for a shared device", _SHARED_PARTITION,
          (devices(exactly(selectors=_model("p"))),
           devices(bandwidth("1G")))),
+    Case("compat: another group waits although the counters have room", _COMPAT,
+         (devices(exactly(selectors=_model("mig"))), devices(exactly(selectors=_model("ts"))))),
+    Case("compat: a device in both groups joins either", _COMPAT,
+         (devices(exactly(selectors=_model("mig"))),
+          devices(exactly(selectors=_model("both"))))),
+    Case("compat: the groups in common narrow", _COMPAT,
+         (devices(exactly(selectors=_model("both"))), devices(exactly(selectors=_model("mig"))),
+          devices(exactly(selectors=_model("ts"))))),
+    Case("compat: a device in no group waits beside a grouped one", _COMPAT,
+         (devices(exactly(selectors=_model("mig"))),
+          devices(exactly(selectors=_model("plain"))))),
+    Case("compat: one claim takes two of one group", _COMPAT,
+         (devices(exactly(count=2, selectors=cel(
+             f'device.attributes["{DRIVER}"].model in ["mig", "both"]'))),)),
     Case("counters: scope is the pool", (
         counter_slice("counters-a", ("cs", {"mem": "40Gi"}), pool="pool-a"),
         resource_slice("s-a", [partition("p-0", "40Gi")], pool="pool-a", count=2),

@@ -380,6 +380,23 @@ def partitioned_gpu() -> list[JSON]:
     ]
 
 
+def test_a_half_of_another_compatibility_group_waits_and_says_why():
+    """KEP-5963: devices drawing on one counter set at once must share a group, although
+    the counters have room (the scheduler checks this before the counters)."""
+    slices = partitioned_gpu()
+    for device, groups in zip(slices[1]["spec"]["devices"][1:], ("mig", "time-sliced"),
+                              strict=True):
+        device["consumesCounters"][0]["compatibilityGroups"] = [groups]
+        device["attributes"] = {"group": {"string": groups}}
+    slices[1]["spec"]["devices"][0]["attributes"] = {"group": {"string": "whole"}}
+    first = allocate_in_turn([claim("mig", exactly("gpu", GPU, selectors=[
+        selector(f'device.attributes["{GPU}"].group == "mig"')]))], slices)
+    with pytest.raises(AllocationError) as error:
+        allocate(claim("b", exactly("gpu", GPU)), slices, CLASSES, first)
+    assert ("gpu-0-b: counter set gpu-0-counters: compatibility groups ['time-sliced'] "
+            "share none with ['mig'] of the devices drawing on it") in str(error.value)
+
+
 def test_partitions_fit_only_while_shared_counters_last():
     slices = partitioned_gpu()
     halves = exactly("gpu", GPU, count=2)  # only the two halves fit together

@@ -3,11 +3,15 @@
 Built from every allocated claim, then extended and rolled back by the search while it
 tries devices for the claim being allocated. Results with adminAccess are not counted,
 as in the scheduler: admin access never takes a device away from anyone.
+
+Compatibility groups (KEP-5963, `consumesCounters[].compatibilityGroups`): devices drawing
+on one counter set at the same time must all declare groups that share at least one
+group, or all declare none, as the scheduler's allocator checks before the counters.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -19,6 +23,7 @@ from simdra._driver.testing.allocation.pools import Candidate, DeviceKey, Pool
 from simdra._driver.testing.allocation.requests import claim_label
 
 PoolKey = tuple[str, str]  # (driver, pool)
+Groups = frozenset[str]  # one device's compatibility groups for one counter set
 
 
 @dataclass
@@ -33,6 +38,10 @@ class Usage:
     )
     counters: dict[PoolKey, dict[str, dict[str, Fraction]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(Fraction)))
+    )
+    # Pool -> counter set -> the groups of the devices drawing on it, counted.
+    groups: dict[PoolKey, dict[str, Counter[Groups]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(Counter))
     )
 
     @classmethod
@@ -120,6 +129,10 @@ class Usage:
             if available is None:
                 problems.append(f"counter set {set_name!r} is not published in its pool")
                 continue
+            refused = self._incompatible(device, set_name, _groups(entry))
+            if refused:
+                problems.append(refused)
+                continue
             for name, counter in (entry.get("counters") or {}).items():
                 need = parse_quantity(counter["value"])
                 total = available.get(name, Fraction(0))
@@ -130,8 +143,30 @@ class Usage:
                     )
         return problems
 
+    def _incompatible(self, device: Candidate, set_name: str, groups: Groups) -> str:
+        """Why the device may not draw on `set_name` beside the devices that do ("": it
+        may): their compatibility groups and its own share none."""
+        members = [g for g, n in self.groups[(device.driver, device.pool)][set_name].items()
+                   if n > 0]
+        if not members:
+            return ""
+        if groups and all(members) and frozenset.intersection(*members) & groups:
+            return ""
+        if not groups and not any(members):
+            return ""
+        theirs = sorted(frozenset.union(*members))
+        return (f"counter set {set_name}: compatibility groups {sorted(groups)} share none "
+                f"with {theirs} of the devices drawing on it")
+
     def _add_counters(self, device: Candidate, sign: int) -> None:
-        used = self.counters[(device.driver, device.pool)]
+        key = (device.driver, device.pool)
+        used = self.counters[key]
         for entry in device.spec.get("consumesCounters") or []:
+            set_name = entry.get("counterSet", "")
             for name, counter in (entry.get("counters") or {}).items():
-                used[entry.get("counterSet", "")][name] += sign * parse_quantity(counter["value"])
+                used[set_name][name] += sign * parse_quantity(counter["value"])
+            self.groups[key][set_name][_groups(entry)] += sign
+
+
+def _groups(entry: Mapping[str, Any]) -> Groups:
+    return frozenset(entry.get("compatibilityGroups") or ())
