@@ -7,8 +7,10 @@ no resource.k8s.io/v1, the API server unreachable), 2 for a bad command line.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from simdra._driver.cli.parser import OneLineParser
@@ -32,7 +34,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     try:
         client = connect(args.kubeconfig)
         try:
-            status: int = args.run(args, client, out)
+            with collector_paused():
+                status: int = args.run(args, client, out)
             return status
         finally:
             client.close()
@@ -44,6 +47,22 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a command runs. A command decodes about a
+    million small objects (1,000 nodes x 8 GPUs, 3,000 claims) that all live until it
+    ends, and the collector, started every 700 allocations, went through them again and
+    again: half of the CPU time of `devices`. They form no cycles: reference counting
+    frees them as before (`top --watch` collects between refreshes)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def console_main() -> None:
