@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 
@@ -30,3 +31,27 @@ def test_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_coloured_header_and_health() -> None:
     text = render.table(["HEALTH"], [["Unhealthy"]], colour=True)
     assert text.startswith(render.BOLD) and f"{render.RED}Unhealthy" in text
+
+
+DOCUMENTS = [{}, [], "text", 5, None, 1.5, [float("nan")], {"a": [], "b": {}},
+             {"kind": "X", "devices": [{"name": "é\n\"", "on": True, "off": False, "n": None,
+                                        "count": -3, "list": [1, [2, []], ()], "map": {}}]},
+             {1: "int", False: "bool", None: "none", 2.5: "float"}]
+
+
+@pytest.mark.parametrize("data", DOCUMENTS)
+def test_json_is_what_json_dumps_writes(data: object) -> None:
+    assert render.document(data, "json") == json.dumps(data, indent=2) + "\n"
+
+
+def test_an_iterator_is_written_as_a_list_item_by_item() -> None:
+    out = io.StringIO()
+    render.write_json(out, {"rows": ({"n": n} for n in range(5000)), "none": iter(())})
+    rows = [{"n": n} for n in range(5000)]
+    assert out.getvalue() == json.dumps({"rows": rows, "none": []}, indent=2) + "\n"
+
+
+@pytest.mark.parametrize("data", [{"a": object()}, {(1, 2): "tuple key"}])
+def test_what_json_refuses_is_refused(data: object) -> None:
+    with pytest.raises(TypeError):
+        render.document(data, "json")

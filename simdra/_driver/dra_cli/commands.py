@@ -26,7 +26,10 @@ def run_devices(args: argparse.Namespace, client: RestClient, out: TextIO) -> in
 
         keep = class_matcher(snapshot.classes, args.device_class)
     rows = view.device_rows(index, node=args.node, driver=args.driver, keep=keep)
-    if args.output in ("json", "yaml"):
+    if args.output == "json":  # row by row: 8,000 rows are 7 MB of text
+        render.write_json(out, {"kind": "DeviceList",
+                                "devices": (view.row_json(r) for r in rows)})
+    elif args.output == "yaml":
         data = {"kind": "DeviceList", "devices": [view.row_json(r) for r in rows]}
         out.write(render.document(data, args.output))
     elif not rows:
