@@ -3,7 +3,9 @@ not the cluster."""
 
 from __future__ import annotations
 
-from simdra._driver.dra_cli.gather import _trimmed, pod_health
+import json
+
+from simdra._driver.dra_cli.gather import _list_metadata, _page, _trimmed, pod_health
 
 
 def _pod(name: str, **status: object) -> dict[str, object]:
@@ -34,3 +36,34 @@ def test_other_kinds_lose_only_their_managed_fields() -> None:
              "status": {"reservedFor": [{"name": "p"}]}}
     assert _trimmed("claims", [claim]) == [
         {"metadata": {"name": "c"}, "status": {"reservedFor": [{"name": "p"}]}}]
+
+
+def test_claims_lose_what_drivers_report_of_each_device() -> None:
+    claim = {"metadata": {"name": "c"}, "status": {"allocation": {"devices": {}},
+                                                   "devices": [{"device": "gpu-0"}]}}
+    assert _trimmed("claims", [claim]) == [
+        {"metadata": {"name": "c"}, "status": {"allocation": {"devices": {}}}}]
+
+
+def _body(items: list[dict[str, object]], token: str) -> bytes:
+    # As the API server writes a list: its metadata before its items.
+    return json.dumps({"kind": "PodList", "apiVersion": "v1",
+                       "metadata": {"resourceVersion": "7", "continue": token},
+                       "items": items}).encode()
+
+
+def test_a_page_of_pods_none_reporting_health_is_not_decoded() -> None:
+    quiet = _pod("quiet", containerStatuses=[{"name": "a", "ready": True}])
+    assert _page("pods", _body([quiet], "next")) == ([], "next")
+    assert _page("pods", _body([quiet], "")) == ([], "")
+    health = [{"name": "claim:gpu", "resources": [{"resourceID": "r", "health": "Healthy"}]}]
+    reporting = _pod("reporting", containerStatuses=[{"allocatedResourcesStatus": health}])
+    items, token = _page("pods", _body([quiet, reporting], "more"))
+    assert [i["metadata"]["name"] for i in items] == ["reporting"] and token == "more"
+
+
+def test_a_list_whose_metadata_is_not_first_is_decoded_whole() -> None:
+    body = json.dumps({"items": [], "metadata": {"continue": "t"}}).encode()
+    assert _list_metadata(body) is None
+    assert _page("pods", body) == ([], "t")
+    assert _list_metadata(b'{"metadata": {"continue": "x"}, "items": []}') == {"continue": "x"}

@@ -65,6 +65,14 @@ class RestClient:
         _check(response)
         return json.loads(response.data or b"{}", object_hook=object_hook)
 
+    def request_bytes(self, method: str, path: str, *, query: Query | None = None,
+                      timeout: Timeout = DEFAULT_TIMEOUT) -> bytes:
+        """One request without a body; the answer as the server sent it, for a reader
+        that decodes only what it needs. ApiStatusError for an answer outside 2xx."""
+        response = self._send(method, path, query, None, JSON_TYPE, timeout, True)
+        _check(response)
+        return response.data or b""
+
     def watch(self, path: str, query: Query, timeout: Timeout) -> Watch:
         """A watch (`watch=true` added to `query`): iterate it for the events, close it
         (from any thread) to end it. ApiStatusError when the server refuses it."""
