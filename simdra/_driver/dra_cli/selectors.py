@@ -68,6 +68,12 @@ class SharedSelectors:
     def __init__(self) -> None:
         self._reads: dict[str, tuple[Read, ...] | None] = {}
         self._results: dict[tuple[Any, ...], bool | str] = {}
+        # id(spec) -> (spec, what any selector may see of it), and the result by selector
+        # and id(spec): the key is made once per device and selector, not once per pass
+        # (`why` asks twice of each of 8,000 GPUs, for two selectors). The spec is kept,
+        # so that its id is not another's.
+        self._shapes: dict[int, tuple[Mapping[str, Any], tuple[Any, ...]]] = {}
+        self._decided: dict[tuple[str, bool, int], bool | str] = {}
 
     def matches(self, selector: Selector, device: HasSpec) -> bool:
         """selector.matches(the device's view), shared with the devices of the same key;
@@ -78,7 +84,18 @@ class SharedSelectors:
         wanted = self._reads[expression]
         if wanted is None:
             return selector.matches(_view(device))
-        key = (expression, selector.list_type_attributes, *_key(device, wanted))
+        decided = (expression, selector.list_type_attributes, id(device.spec))
+        found = self._decided.get(decided)
+        if found is None:
+            found = self._decided[decided] = self._result(selector, device, wanted)
+        if isinstance(found, str):
+            raise SelectorError(found)
+        return found
+
+    def _result(self, selector: Selector, device: HasSpec, wanted: tuple[Read, ...]) -> bool | str:
+        """The result for the device's key (an error as its text)."""
+        key = (selector.expression, selector.list_type_attributes, self._shape(device),
+               _read(device, wanted))
         found = self._results.get(key)
         if found is None:
             try:
@@ -86,9 +103,14 @@ class SharedSelectors:
             except SelectorError as err:
                 found = str(err)
             self._results[key] = found
-        if isinstance(found, str):
-            raise SelectorError(found)
         return found
+
+    def _shape(self, device: HasSpec) -> tuple[Any, ...]:
+        spec = device.spec
+        known = self._shapes.get(id(spec))
+        if known is None or known[0] is not spec:
+            known = self._shapes[id(spec)] = (spec, _device_shape(device))
+        return known[1]
 
     def all_match(self, spec: RequestSpec, device: HasSpec) -> bool:
         """Every selector of the request (its class's first) matches."""
@@ -119,19 +141,25 @@ def _view(device: HasSpec) -> DeviceView:
     return DeviceView.of(device.driver, device.spec)
 
 
-def _key(device: HasSpec, wanted: tuple[Read, ...]) -> tuple[Any, ...]:
-    """What the selector can see of the device, as hashable text: the values it reads,
-    and what its view is built from that could fail or differ."""
+def _read(device: HasSpec, wanted: tuple[Read, ...]) -> tuple[str, ...]:
+    """The values the selector reads of the device, as hashable text."""
     spec, driver = device.spec, device.driver
-    attributes = spec.get("attributes") or {}
-    capacity = spec.get("capacity") or {}
     read = []
     for field, domain, name in wanted:
-        source = attributes if field == "attributes" else capacity
+        source = spec.get(field) or {}
         read.append(repr(source.get(f"{domain}/{name}")))
         if domain == driver:  # an unqualified name is the driver's domain
             read.append(repr(source.get(name)))
-    return (driver, bool(spec.get("allowMultipleAllocations")), tuple(read),
+    return tuple(read)
+
+
+def _device_shape(device: HasSpec) -> tuple[Any, ...]:
+    """What the device's view is built from that could make it fail or differ, as
+    hashable text (with the values a selector reads: the whole key)."""
+    spec = device.spec
+    attributes = spec.get("attributes") or {}
+    capacity = spec.get("capacity") or {}
+    return (device.driver, bool(spec.get("allowMultipleAllocations")),
             tuple(_shape(name, entry) for name, entry in attributes.items()),
             tuple((name, repr(entry)) for name, entry in capacity.items()))
 
