@@ -8,10 +8,13 @@ with it: see the package docstring), so only `--class`, `top --by class` and `wh
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simdra._driver.dra_cli.connect import CommandError
 from simdra._driver.dra_cli.inventory import Device
+
+if TYPE_CHECKING:  # the harness loads only for the commands that evaluate selectors
+    from simdra._driver.dra_cli.selectors import SharedSelectors
 
 JSON = dict[str, Any]
 Matcher = Callable[[Device], bool]
@@ -31,11 +34,14 @@ def class_matchers(classes: Iterable[Mapping[str, Any]]) -> dict[str, Matcher]:
     """Every DeviceClass by name; one whose selectors cannot be compiled matches nothing.
     Without cel-python it is CommandError, not every device shown as "(no class)"."""
     _require_cel()
+    from simdra._driver.dra_cli.selectors import SharedSelectors
+
+    shared = SharedSelectors()  # one for every class: each device is looked at once
     found: dict[str, Matcher] = {}
     for device_class in classes:
         name = str((device_class.get("metadata") or {}).get("name", ""))
         try:
-            found[name] = _matcher(device_class)
+            found[name] = _matcher(device_class, shared)
         except CommandError:
             found[name] = lambda device: False
     return found
@@ -49,7 +55,7 @@ def _require_cel() -> None:
         raise CommandError(f"DeviceClass selectors need simdra[demo] installed ({err})") from None
 
 
-def _matcher(device_class: Mapping[str, Any]) -> Matcher:
+def _matcher(device_class: Mapping[str, Any], shared: SharedSelectors | None = None) -> Matcher:
     _require_cel()
     from simdra._driver.dra_cli.selectors import SharedSelectors
     from simdra._driver.testing.allocation.cel import (
@@ -65,7 +71,7 @@ def _matcher(device_class: Mapping[str, Any]) -> Matcher:
         selectors = [compile_selector(e) for e in expressions]
     except UnsupportedExpression as err:
         raise CommandError(f"deviceclass {name}: {err}") from None
-    shared = SharedSelectors()  # 8,000 alike GPUs: one evaluation, not 8,000
+    shared = shared or SharedSelectors()  # 8,000 alike GPUs: one evaluation, not 8,000
 
     def matches(device: Device) -> bool:
         try:

@@ -74,6 +74,7 @@ class SharedSelectors:
         # so that its id is not another's.
         self._shapes: dict[int, tuple[Mapping[str, Any], tuple[Any, ...]]] = {}
         self._decided: dict[tuple[str, bool, int], bool | str] = {}
+        self._alike: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # one copy of each shape
 
     def matches(self, selector: Selector, device: HasSpec) -> bool:
         """selector.matches(the device's view), shared with the devices of the same key;
@@ -109,7 +110,8 @@ class SharedSelectors:
         spec = device.spec
         known = self._shapes.get(id(spec))
         if known is None or known[0] is not spec:
-            known = self._shapes[id(spec)] = (spec, _device_shape(device))
+            shape = _device_shape(device)
+            known = self._shapes[id(spec)] = (spec, self._alike.setdefault(shape, shape))
         return known[1]
 
     def all_match(self, spec: RequestSpec, device: HasSpec) -> bool:
