@@ -9,7 +9,7 @@ release the run builds (K8S_VERSION) allocates every case again and must do as i
 recording says, so a stale or missing recording fails. Record a release with
 `python -m tests.e2e.test_allocator_differential --record` (SIMDRA_E2E_BIN as for e2e).
 
-It allocates 64 cases one after another (a few minutes), so the default run leaves it out
+It allocates 71 cases one after another (a few minutes), so the default run leaves it out
 (marker `allocator_live`): `SIMDRA_E2E_ALLOCATOR=1 ./hack/e2e.sh` runs it alone, and
 hack/e2e-matrix.sh runs it on each release that has a recording.
 """
