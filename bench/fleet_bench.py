@@ -9,8 +9,9 @@ e2e's etcd, kube-apiserver, kube-controller-manager, kube-scheduler from
   floor: a bare loop creating the same number of Nodes and the very same slices (read
   back, renamed), one request each on one connection (bench/fleet_floor.py);
 - API requests per node at start, as the API server counted them (the fleet runs as a
-  service account of its own in a FlowSchema of its own: bench/fleet_cluster.py); target
-  and floor: what the bare loop needed (one Node and its slices per node);
+  service account of its own in FlowSchemas of its own, one per verb and resource:
+  bench/fleet_requests.py), and what they were; target and floor: what the bare loop
+  needed (one Node and its slices per node);
 - the same over an idle window (--idle, 60 s), per node per hour; target 0;
 - the fleet's RSS and CPU over that window, per simulated node; targets at 1,000 nodes x
   8 GPUs: RSS <= 200 MiB, CPU <= 2 % of a core;
@@ -21,12 +22,17 @@ e2e's etcd, kube-apiserver, kube-controller-manager, kube-scheduler from
   the wait in the scheduler's queue;
 - then --paced-per-node more (0.5) at --paced-qps (5/s, as ClusterLoader2's DRA steady
   state creates them): pod start p50/p90/p99 next to ClusterLoader2's DRA thresholds
-  (see THRESHOLDS); how many claims got status.devices from the fleet.
+  (see THRESHOLDS); how many claims got status.devices from the fleet. `--pods-per-node
+  0` skips both (publishing only).
 
+With `--shards n`, n fleet processes (`--shard i/n`, as n replicas of deploy/fleet) split
+the nodes on the same control plane: published when the last one is, requests and CPU
+summed, RSS summed and of the largest shard.
 It ends with one table: every figure per size and its growth from the smallest size to
 the largest (per node where the figure is per node: 1.00 is flat).
 
     flock /tmp/e2e.lock python bench/fleet_bench.py --nodes 100,300 [--idle 60]
+    flock /tmp/e2e.lock python bench/fleet_bench.py --nodes 5000 --shards 2 --pods-per-node 0
 
 Run it where no other cluster runs (it starts one per size on loopback ports).
 """
@@ -37,17 +43,16 @@ import argparse
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-from fleet_api import Api, metric_sum
-from fleet_cluster import DRIVER_NAME, Cluster, Fleet, fleet_available
+from fleet_api import Api
+from fleet_cluster import DRIVER_NAME, Cluster, fleet_available
 from fleet_floor import SLICES, remove_floor, run_floor
+from fleet_group import FleetGroup
 from fleet_pods import claims_with_status, percentile, prepare, run_pods
-
-from tests.e2e.controlplane import free_port
+from fleet_requests import delta, line
 
 MIX = "gpu8:70,nic2:20,partitioned:10"
 PREFIX = "bench"
@@ -67,70 +72,68 @@ THRESHOLDS = (
     "p99 80 s [kubernetes/perf-tests clusterloader2/testing/dra/config.yaml]",
 )
 Figures = dict[str, float]
+Counts = tuple[dict[str, float], dict[str, float]]
 
 
-def _fleet_own_requests(port: int, **labels: str) -> float:
-    """simdra_fleet_api_requests_total (all verbs, or those `labels` pick) from the fleet's
-    /metrics (0 if it serves none)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            return metric_sum(r.read().decode(), "simdra_fleet_api_requests_total", **labels)
-    except OSError:
-        return 0.0
-
-
-def _start_fleet(cluster: Cluster, nodes: int, workdir: Path) -> tuple[Fleet, int]:
-    port = free_port()
-    fleet = Fleet(["--kubeconfig", str(cluster.fleet_kubeconfig()),
-                   "--driver-name", DRIVER_NAME, "--nodes", str(nodes), "--mix", MIX,
-                   "--seed", "1", "--node-prefix", PREFIX, "--metrics-port", str(port)],
-                  workdir / "fleet.log")
-    fleet.start()
-    return fleet, port
-
-
-def _publish(cluster: Cluster, fleet: Fleet, port: int, nodes: int, out: Figures) -> None:
-    said, seen, _, slices = fleet.wait_published(timeout=900)
+def _publish(cluster: Cluster, fleet: FleetGroup, nodes: int, before: Counts,
+             out: Figures) -> None:
+    said, seen, _, slices = fleet.wait_published(timeout=1800)
+    cpu, _ = fleet.usage()
     time.sleep(5)  # anything the fleet does right after its line still counts as start
     requests = cluster.fleet_requests()
     out.update({"publish_s": said, "publish_seen_s": seen, "slices": slices,
                 "slices_per_node": slices / nodes, "start_requests": requests,
                 "start_requests_per_node": requests / nodes,
-                "fleet_own_start_requests": _fleet_own_requests(port),
-                "watches_at_publish": _fleet_own_requests(port, verb="watch"),
-                "published_at": time.monotonic()})
+                "fleet_own_start_requests": fleet.own_requests(),
+                "watches_at_publish": fleet.own_requests(verb="watch"),
+                "published_at": time.monotonic(), "start_cpu_s": cpu})
     print(f"  published {nodes} nodes, {slices} slices: {said:.1f} s by its line, "
-          f"{seen:.1f} s from exec; API requests {requests:.0f} "
+          f"{seen:.1f} s from exec, {cpu:.1f} s of CPU; API requests {requests:.0f} "
           f"({requests / nodes:.2f}/node; the fleet counts {out['fleet_own_start_requests']:.0f})",
           flush=True)
+    schemas, answers = cluster.request_counts()
+    print(f"  the fleet's requests at start: {line(delta(schemas, before[0]), nodes)}",
+          flush=True)
+    failed = {k: v for k, v in delta(answers, before[1]).items() if not k.endswith(" 200")
+              and not k.endswith(" 201")}
+    print(f"  answers other than 200/201 on nodes and slices (all clients): "
+          f"{line(failed, nodes)}", flush=True)
 
 
-def _idle(cluster: Cluster, fleet: Fleet, nodes: int, window: float, out: Figures) -> None:
+def _idle(cluster: Cluster, fleet: FleetGroup, nodes: int, window: float,
+          out: Figures) -> None:
     cpu0, _ = fleet.usage()
     req0, t0 = cluster.fleet_requests(), time.monotonic()
     time.sleep(window)
-    cpu1, rss = fleet.usage()
+    cpu1, shards = fleet.usage()
     req1, t1 = cluster.fleet_requests(), time.monotonic()
     per_hour = (req1 - req0) / (t1 - t0) * 3600
     cpu_pct = (cpu1 - cpu0) / (t1 - t0) * 100
+    rss = sum(shards)
     out.update({"idle_requests_per_node_hour": per_hour / nodes,
                 "rss_mib": rss / 2**20, "rss_kib_per_node": rss / 1024 / nodes,
+                "rss_mib_largest_shard": max(shards) / 2**20,
                 "idle_cpu_pct": cpu_pct, "idle_cpu_pct_per_node": cpu_pct / nodes})
+    each = " + ".join(f"{r / 2**20:.1f}" for r in shards)
     print(f"  idle {t1 - t0:.0f} s: {req1 - req0:.0f} requests ({per_hour / nodes:.2f}/node/h); "
-          f"RSS {rss / 2**20:.1f} MiB; CPU {cpu_pct:.2f} % of a core", flush=True)
+          f"RSS {rss / 2**20:.1f} MiB" + (f" ({each})" if len(shards) > 1 else "") +
+          f"; CPU {cpu_pct:.2f} % of a core", flush=True)
 
 
 def _floor(api: Api, nodes: int, out: Figures) -> None:
     slices = api.items(f"{SLICES}?fieldSelector=spec.driver%3D{DRIVER_NAME}")
     names = [n["metadata"]["name"] for n in
              api.items(f"/api/v1/nodes?labelSelector=simdra.dev%2Ffleet%3D{PREFIX}")]
-    seconds, requests = run_floor(api, names, slices)
+    floor = run_floor(api, names, slices)
     remove_floor(api)
-    out.update({"floor_s": seconds, "floor_requests_per_node": requests / nodes,
-                "publish_vs_floor": out["publish_s"] / seconds,
-                "requests_vs_floor": out["start_requests"] / requests})
+    out.update({"floor_s": floor.seconds, "floor_nodes_s": floor.nodes_seconds,
+                "floor_cpu_s": floor.cpu_seconds,
+                "floor_requests_per_node": floor.requests / nodes,
+                "publish_vs_floor": out["publish_s"] / floor.seconds,
+                "requests_vs_floor": out["start_requests"] / floor.requests})
     print(f"  floor: {len(names)} nodes + {len(slices)} slices by a bare loop in "
-          f"{seconds:.1f} s ({requests} requests)", flush=True)
+          f"{floor.seconds:.1f} s (the nodes {floor.nodes_seconds:.1f} s; its CPU "
+          f"{floor.cpu_seconds:.1f} s; {floor.requests} requests)", flush=True)
 
 
 def _pods(api: Api, count: int, out: Figures) -> None:
@@ -161,11 +164,11 @@ def _paced(api: Api, count: int, qps: float, out: Figures) -> None:
           f"claims with status.devices {written}/{total}", flush=True)
 
 
-def _rewatches(port: int, nodes: int, out: Figures) -> None:
+def _rewatches(fleet: FleetGroup, nodes: int, out: Figures) -> None:
     """Watches the fleet (re)started since its publish, per node per hour: a short idle
     window can fall between two renewals of its watches; the whole run cannot."""
     hours = (time.monotonic() - out["published_at"]) / 3600
-    renewed = _fleet_own_requests(port, verb="watch") - out["watches_at_publish"]
+    renewed = fleet.own_requests(verb="watch") - out["watches_at_publish"]
     out["rewatch_per_node_hour"] = renewed / nodes / hours
     print(f"  watches renewed since publish: {renewed:.0f} in {hours * 60:.1f} min "
           f"({out['rewatch_per_node_hour']:.2f}/node/h)", flush=True)
@@ -173,19 +176,25 @@ def _rewatches(port: int, nodes: int, out: Figures) -> None:
 
 def measure(nodes: int, args: argparse.Namespace, workdir: Path) -> Figures:
     """Every figure for one fleet size, on a fresh cluster."""
-    out: Figures = {"nodes": nodes}
+    out: Figures = {"nodes": nodes, "shards": args.shards}
     started = time.monotonic()
     with Cluster(args.bin, workdir, args.client_qps or None) as cluster:
         print(f"  control plane and kwok up in {time.monotonic() - started:.1f} s", flush=True)
-        fleet, port = _start_fleet(cluster, nodes, workdir)
+        fleet = FleetGroup(cluster, nodes, args.shards, workdir,
+                           ["--mix", MIX, "--seed", "1", "--node-prefix", PREFIX])
+        before = cluster.request_counts()
+        fleet.start()
         try:
-            _publish(cluster, fleet, port, nodes, out)
+            _publish(cluster, fleet, nodes, before, out)
             _idle(cluster, fleet, nodes, args.idle, out)
             _floor(cluster.admin(), nodes, out)
-            _pods(cluster.admin(), nodes * args.pods_per_node, out)
-            _paced(cluster.admin(), max(1, round(nodes * args.paced_per_node)),
-                   args.paced_qps, out)
-            _rewatches(port, nodes, out)
+            if args.pods_per_node > 0:
+                _pods(cluster.admin(), nodes * args.pods_per_node, out)
+                _paced(cluster.admin(), max(1, round(nodes * args.paced_per_node)),
+                       args.paced_qps, out)
+            else:
+                print("  pods: skipped (--pods-per-node 0)", flush=True)
+            _rewatches(fleet, nodes, out)
         finally:
             fleet.stop()
     return out
@@ -199,6 +208,9 @@ ROWS = (
     ("publish_seen_s", "time to publish (from exec)", "s", True),
     ("floor_s", "floor: bare loop, same nodes and slices", "s", True),
     ("publish_vs_floor", "publish / floor", "x", False),
+    ("floor_nodes_s", "floor: of which the Nodes", "s", True),
+    ("start_cpu_s", "fleet CPU until published", "s", True),
+    ("floor_cpu_s", "floor: its client's CPU", "s", True),
     ("slices_per_node", "slices per node", "", False),
     ("start_requests_per_node", "API requests per node at start", "", False),
     ("floor_requests_per_node", "floor: requests per node (Node + slices)", "", False),
@@ -207,6 +219,7 @@ ROWS = (
     ("rewatch_per_node_hour", "watch renewals per node per hour (whole run)", "", False),
     ("rss_mib", "fleet RSS", "MiB", True),
     ("rss_kib_per_node", "fleet RSS per node", "KiB", False),
+    ("rss_mib_largest_shard", "fleet RSS, largest shard", "MiB", True),
     ("idle_cpu_pct", "fleet CPU, idle (% of a core)", "%", True),
     ("created_per_s", "pods created per second (the burst)", "/s", False),
     ("scheduled_per_s", "scheduler: pods per second", "/s", False),
@@ -234,10 +247,11 @@ def targets(f: Figures) -> list[str]:
          f["rss_mib"] <= 200),
         (f"idle CPU {f['idle_cpu_pct']:.3f} % <= 2 % of a core (at 1,000 nodes)",
          f["idle_cpu_pct"] <= 2),
-        (f"claims with status.devices {f['claims_with_status']:.0f} == pods Ready "
-         f"{f['pods_ready'] + f['paced_ready']:.0f}",
-         f["claims_with_status"] >= f["pods_ready"] + f["paced_ready"] > 0),
     ]
+    if "claims_with_status" in f:  # not with --pods-per-node 0
+        checks.append((f"claims with status.devices {f['claims_with_status']:.0f} == pods "
+                       f"Ready {f['pods_ready'] + f['paced_ready']:.0f}",
+                       f["claims_with_status"] >= f["pods_ready"] + f["paced_ready"] > 0))
     return [f"  {'PASS' if ok else 'MISS'}  {text}" for text, ok in checks]
 
 
@@ -262,9 +276,11 @@ def table(results: list[Figures]) -> str:
     lines = [head]
     for key, label, unit, per_node in ROWS:
         values = [r.get(key, float("nan")) for r in results]
-        cells = "".join(f"{v:>10.2f}" for v in values)
+        if all(v != v for v in values):  # no size measured it (pods skipped)
+            continue
+        cells = "".join(f"{v:>10.2f}" if v == v else f"{'-':>10}" for v in values)
         growth = ""
-        if len(results) > 1 and values[0]:
+        if len(results) > 1 and values[0] and values[0] == values[0]:
             ratio = values[-1] / values[0]
             if per_node:
                 ratio /= sizes[-1] / sizes[0]
@@ -277,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="100", help="fleet sizes, comma-separated")
     parser.add_argument("--idle", type=float, default=60.0, help="idle window, seconds")
-    parser.add_argument("--pods-per-node", type=int, default=5, help="the burst's pods")
+    parser.add_argument("--pods-per-node", type=int, default=5,
+                        help="the burst's pods (0: no pods at all, burst and paced skipped)")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="fleet processes splitting the nodes (--shard i/n each)")
     parser.add_argument("--paced-per-node", type=float, default=0.5,
                         help="pods created after the burst at --paced-qps")
     parser.add_argument("--paced-qps", type=float, default=5.0,
@@ -295,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [int(s) for s in args.nodes.split(",")]
     except ValueError:
         parser.error(f"--nodes: not a list of numbers: {args.nodes!r}")
+    if args.shards < 1 or args.pods_per_node < 0:
+        parser.error("--shards must be 1 or more, --pods-per-node 0 or more")
     if missing := fleet_available():
         print(f"fleet bench: `simdra fleet` is not available here: {missing}", file=sys.stderr)
         return 2
@@ -302,8 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in sizes:
         qps = f"{args.client_qps:g} QPS" if args.client_qps else "default QPS"
-        print(f"== {n} nodes ({MIX}), {n * args.pods_per_node} pods; controller-manager and "
-              f"scheduler clients at {qps}; work in {workdir}/n{n}", flush=True)
+        shards = f" in {args.shards} shards" if args.shards > 1 else ""
+        print(f"== {n} nodes{shards} ({MIX}), {n * args.pods_per_node} pods; "
+              f"controller-manager and scheduler clients at {qps}; work in {workdir}/n{n}",
+              flush=True)
         results.append(measure(n, args, workdir / f"n{n}"))
         print("\n".join(targets(results[-1])), flush=True)
     print()

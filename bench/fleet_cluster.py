@@ -3,9 +3,9 @@ kube-controller-manager, kube-scheduler) and kwok's controller, an identity of t
 own whose requests the API server counts apart, and the `simdra fleet` process.
 
 The API server's `apiserver_request_total` has no label for who asked, so the fleet runs as
-a service account of its own, matched by a FlowSchema of its own: the server's
-`apiserver_flowcontrol_dispatched_requests_total{flow_schema="simdra-fleet"}` then counts
-every request the fleet made (watches included), as the server saw them.
+a service account of its own, matched by FlowSchemas of its own (bench/fleet_requests.py):
+the server's `apiserver_flowcontrol_dispatched_requests_total` for them then counts every
+request the fleet made (watches included), as the server saw them, by verb and resource.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import psutil
-from fleet_api import Api, metric_sum
+from fleet_api import Api
+from fleet_requests import by_schema, codes, flow_schemas
 
 from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane
 from tests.e2e.kwok import Kwok, build_kwok
@@ -61,13 +62,14 @@ class Cluster:
 
     def fleet_kubeconfig(self) -> Path:
         """A kubeconfig of the fleet's own service account (cluster-admin by RBAC, its
-        requests in FlowSchema FLOW_SCHEMA)."""
+        requests in FlowSchemas FLOW_SCHEMA*)."""
         return self.counted_kubeconfig(FLEET_ACCOUNT, FLOW_SCHEMA,
                                        self.workdir / "fleet.kubeconfig")
 
     def counted_kubeconfig(self, account: tuple[str, str], schema: str, path: Path) -> Path:
         """A kubeconfig of service account `account` (namespace, name), cluster-admin by
-        RBAC, whose every request the server counts under FlowSchema `schema`."""
+        RBAC, whose every request the server counts under FlowSchemas `schema` (the
+        catch-all) and `schema-<verb>-<resource>` (Nodes and slices)."""
         api, (ns, name) = self.admin(), account
         api.call("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
                  {"metadata": {"name": name}})
@@ -76,8 +78,8 @@ class Cluster:
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                         "name": "cluster-admin"},
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]})
-        api.call("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
-                 _flow_schema(account, schema))
+        for body in flow_schemas(ns, name, schema):
+            api.call("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", body)
         token = api.call("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token",
                          {"spec": {"expirationSeconds": 86400}})["status"]["token"]
         return self.cp.write_kubeconfig(path, token=token, user=name)
@@ -87,30 +89,14 @@ class Cluster:
         return self.counted_requests(FLOW_SCHEMA)
 
     def counted_requests(self, schema: str) -> float:
-        """Requests the API server dispatched so far in FlowSchema `schema`."""
+        """Requests the API server dispatched so far in FlowSchemas `schema*`."""
+        return sum(by_schema(self.admin().metrics(), schema).values())
+
+    def request_counts(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(the fleet's requests by verb and resource, every client's requests on Nodes
+        and slices by verb, resource and answer code), so far."""
         text = self.admin().metrics()
-        return metric_sum(text, "apiserver_flowcontrol_dispatched_requests_total",
-                          flow_schema=schema)
-
-
-def _flow_schema(account: tuple[str, str], schema: str) -> dict[str, object]:
-    every = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": True,
-             "namespaces": ["*"]}
-    ns, name = account
-    return {
-        "metadata": {"name": schema},
-        "spec": {
-            "matchingPrecedence": 100,  # before the built-in service-accounts schema
-            "priorityLevelConfiguration": {"name": "workload-high"},
-            "distinguisherMethod": {"type": "ByUser"},
-            "rules": [{
-                "subjects": [{"kind": "ServiceAccount",
-                              "serviceAccount": {"name": name, "namespace": ns}}],
-                "resourceRules": [every],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            }],
-        },
-    }
+        return by_schema(text, FLOW_SCHEMA), codes(text)
 
 
 def fleet_available() -> str | None:
@@ -131,6 +117,7 @@ class Fleet:
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
         self.started = 0.0
+        self.published: tuple[float, float, int, int] | None = None
 
     def start(self) -> None:
         """Start it (its output appended to the log)."""
@@ -144,16 +131,24 @@ class Fleet:
         here, nodes, slices)."""
         deadline = self.started + timeout
         while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"fleet exited {self.process.returncode}: "
-                                   f"{self.tail()}")
-            found = PUBLISHED.search(self.log_path.read_text(errors="replace"))
-            if found:
-                nodes, slices, said = int(found[1]), int(found[2]), float(found[3])
-                return said, time.monotonic() - self.started, nodes, slices
+            if (published := self.poll_published()) is not None:
+                return published
             time.sleep(0.1)
         raise RuntimeError(f"fleet: no 'published' line in {timeout:.0f}s: {self.tail()}")
+
+    def poll_published(self) -> tuple[float, float, int, int] | None:
+        """Its `published` line if it has written it: (seconds it says, seconds since
+        start as seen here at the first poll that found it, nodes, slices); None if not
+        yet. RuntimeError if it exited."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"fleet exited {self.process.returncode}: {self.tail()}")
+        if self.published is None:
+            found = PUBLISHED.search(self.log_path.read_text(errors="replace"))
+            if found:
+                self.published = (float(found[3]), time.monotonic() - self.started,
+                                  int(found[1]), int(found[2]))
+        return self.published
 
     def usage(self) -> tuple[float, float]:
         """(CPU seconds so far, RSS in bytes), its children included."""

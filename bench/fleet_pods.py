@@ -36,7 +36,9 @@ class PodTimes:
         return len(self.bound) / span if span > 0 else 0.0
 
     def created_per_second(self) -> float:
-        """The burst's own rate: pods / (last create - first create)."""
+        """The burst's own rate: pods / (last create - first create); 0 with no pods."""
+        if not self.created:
+            return 0.0
         span = max(self.created.values()) - min(self.created.values())
         return len(self.created) / span if span > 0 else 0.0
 
