@@ -75,6 +75,11 @@ class FleetPublishers:
         with self._lock:
             return sorted(self._publishers)
 
+    def count(self) -> int:
+        """How many nodes are being published (no sorting: `join` asks on every node)."""
+        with self._lock:
+            return len(self._publishers)
+
     def wait_synced(self, stop: threading.Event, timeout: float | None = None) -> bool:
         """Wait until every node's slices are published once; False on timeout or stop."""
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -7,10 +7,12 @@ import logging
 import signal
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
+from simdra._driver.api import Inventory
 from simdra._driver.fleet import retry
 from simdra._driver.fleet.churn_loop import ChurnLoop
 from simdra._driver.fleet.claims import ClaimTracker
@@ -27,6 +29,9 @@ from simdra._driver.kubeapi.errors import ApiStatusError
 from simdra._driver.slices.backoff import Backoff
 
 log = logging.getLogger("simdra._driver.fleet")
+# Node creates in flight at start: enough to keep the API server busy between one
+# answer and the next request, few enough not to crowd out what else it serves.
+NODE_WRITERS = 4
 
 
 class Fleet:
@@ -47,33 +52,53 @@ class Fleet:
 
     def start(self) -> list[PlannedNode]:
         """Create or adopt the owned nodes and start publishing; the played nodes.
-        NotOurs, with nothing published, when a Node not the fleet's has a name of it."""
+        NotOurs, with nothing published, when a Node not the fleet's has a name of it.
+
+        Each node's publisher starts as soon as its Node is up, but nothing is written
+        before the shared slice feed lists, which it does once every Node is up."""
+        started = time.monotonic()
         played = owned(self._planned(), self.config.shard)
         ours = self._existing()  # name -> UID
-        uids = self._ensure_nodes(played, ours)
+        # Planning is CPU and creating Nodes mostly waiting for the API server: one
+        # thread plans while others create.
+        planner = ThreadPoolExecutor(1, thread_name_prefix="fleet-plan")
+        try:
+            plans = {node.name: planner.submit(plan_inventory, node.name,
+                                               self.config.driver_name, node.shape)
+                     for node in played}
+            self._bring_up(played, ours, plans)
+        finally:
+            planner.shutdown(cancel_futures=True)
+        log.info("fleet: %d nodes up (%d adopted) in %.1f s", len(played),
+                 sum(node.name in ours for node in played), time.monotonic() - started)
         if self.config.prune:
             self._prune(ours, played)
-        for node in played:
-            if self.stop_event.is_set():
-                raise retry.Stopped("start")
-            self.join(node.name, plan_shape=node, uid=uids.get(node.name))
         self.publishers.start_feed()
         self.metrics.nodes.set(len(played))
         return played
 
-    def _ensure_nodes(self, played: list[PlannedNode], ours: dict[str, str]) -> dict[str, str]:
-        """Every played Node created or adopted, by name with its UID, before any slice
-        is published: a start that meets a Node not its own stops having written none."""
-        if self.config.attach_selector:
-            return {}
-        uids = dict(ours)
-        for node in played:
+    def _bring_up(self, played: list[PlannedNode], ours: dict[str, str],
+                  plans: dict[str, Future[Inventory]]) -> None:
+        """Every played Node created or adopted, and its publisher started, before the
+        feed lists: a start that meets a Node not its own stops having written no
+        slice. Up to NODE_WRITERS Nodes are created at once (one after the other, each
+        would wait out a whole round trip)."""
+
+        def up(node: PlannedNode) -> None:
             if self.stop_event.is_set():
                 raise retry.Stopped("start")
-            if node.name not in uids:
-                uids[node.name] = self.nodes.ensure(self._node_body(node.name,
-                                                                    node.shape.name))
-        return uids
+            uid = ours.get(node.name)
+            if uid is None and not self.config.attach_selector:
+                uid = self.nodes.ensure(self._node_body(node.name, node.shape.name))
+            self.state.add(node.name, plans[node.name].result())
+            self.join(node.name, uid=uid)
+
+        with ThreadPoolExecutor(NODE_WRITERS, thread_name_prefix="fleet-node") as pool:
+            try:
+                list(pool.map(up, played))  # the first failure cancels those not begun
+            except BaseException:
+                self.stop_event.set()  # the creates in flight give up too
+                raise
 
     def _node_body(self, name: str, shape: str) -> dict[str, Any]:
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -118,14 +143,14 @@ class Fleet:
         inventory = self.state.inventory(name)
         if inventory is not None:
             self.publishers.publish(name, inventory, uid)
-        self.metrics.nodes.set(len(self.publishers.nodes()))
+        self.metrics.nodes.set(self.publishers.count())
 
     def leave(self, name: str) -> None:
         """Take `name` down: stop publishing, delete its slices and (if the fleet made
         it) its Node. NotOurs, with nothing deleted, when a Node not the fleet's has
         taken the name (its slices may be a real plugin's)."""
         self.publishers.remove(name)
-        self.metrics.nodes.set(len(self.publishers.nodes()))
+        self.metrics.nodes.set(self.publishers.count())
         uid = None
         if not self.config.attach_selector:
             uid = self.nodes.owned_uid(name, self.config.node_prefix)

@@ -7,6 +7,9 @@ each slice to the publisher of its `spec.nodeName` (`Publisher(..., feed=feed)`)
 cache and work queue then behave exactly as with a watch of their own: the same
 adoption, conflict handling and debounce, the same slices written.
 
+The publishers of a feed take turns: at most CONCURRENT_PASSES of them run a pass at
+once (the others wait, asleep).
+
 Registration before `start()` is free: the first list covers every registered node. A
 node registered later (a node joining) is listed on its own once, by a short-lived
 thread that backs off while the API server is unavailable. Slices of nodes nobody
@@ -31,6 +34,11 @@ from simdra._driver.slices.workqueue import WorkQueue
 log = logging.getLogger("simdra._driver.slices.publisher")
 JSON = dict[str, Any]
 VERSION_MAX_AGE_S = 60.0
+# Publisher passes run at once, of all the publishers of a feed. A thousand publishers
+# listed at once would otherwise all wake together to plan and validate: a thousand
+# threads fighting over the GIL spend more CPU handing it over (in the kernel) than
+# working. A few at a time keep the API server as busy.
+CONCURRENT_PASSES = 8
 
 
 class SliceFeed:
@@ -54,6 +62,8 @@ class SliceFeed:
         self._watcher = _FeedWatcher(self, self._api, self.counters, self._backoff, self._stop,
                                      watch_timeout)
         self._thread: threading.Thread | None = None
+        # Taken by each registered publisher's passes (`Reconciler(gate=...)`).
+        self._passes = threading.BoundedSemaphore(CONCURRENT_PASSES)
         self._version_lock = threading.Lock()
         self._version: tuple[float, str] | None = None  # (read at, gitVersion)
 

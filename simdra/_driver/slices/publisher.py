@@ -88,6 +88,7 @@ class Publisher:
             self._api, self._cache, self._queue, self._counters, self._cond, self._stop,
             backoff=backoff, node_uid_max_age=node_uid_max_age,
             write_concurrency=write_concurrency, node_uid=node_uid,
+            gate=None if feed is None else feed._passes,
         )
 
     def start(self) -> None:

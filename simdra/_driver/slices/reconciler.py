@@ -18,6 +18,7 @@ plugin refuses the old layout, and every pool is then planned in the new one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -64,8 +65,10 @@ class Reconciler:
         node_uid_max_age: float,
         write_concurrency: int,
         node_uid: str | None = None,
+        gate: threading.Semaphore | None = None,
     ) -> None:
         self._api, self._driver, self._node = api, api.driver, api.node
+        self._gate = gate
         self._cache, self._queue, self._counters = cache, queue, counters
         self._stop, self._backoff = stop, backoff
         self.pools = ValidatedPools(api.driver, api.node, lock)
@@ -79,19 +82,27 @@ class Reconciler:
         self._layout_recheck_at = 0.0  # monotonic: when an invalid write may read /version
 
     def run(self) -> None:
-        """Take work and run passes until stopped; a failed pass retries every pool."""
+        """Take work and run passes until stopped; a failed pass retries every pool.
+        With a `gate` (shared by the publishers of one feed), a pass first waits for
+        one of its places."""
         if not self._learn_layout():
             return
         while (work := self._queue.take()) is not None:
-            try:
-                self._run_pass(work)
-            except Exception:  # never let a bug end publishing for good
-                log.exception("slice publishing pass failed; retrying all pools")
-                self._counters.count_error("internal")
-                self._queue.retry_all(self._universe(), self._backoff.cap)
-            self._queue.finish_pass(self._all_clean)
-            if self.node_uid.given and self._all_clean():
-                self.node_uid.given = False  # every pool published once by it
+            with self._gate or contextlib.nullcontext():
+                if self._stop.is_set():
+                    return
+                self._pass(work)
+
+    def _pass(self, work: Work) -> None:
+        try:
+            self._run_pass(work)
+        except Exception:  # never let a bug end publishing for good
+            log.exception("slice publishing pass failed; retrying all pools")
+            self._counters.count_error("internal")
+            self._queue.retry_all(self._universe(), self._backoff.cap)
+        self._queue.finish_pass(self._all_clean)
+        if self.node_uid.given and self._all_clean():
+            self.node_uid.given = False  # every pool published once by it
 
     def _learn_layout(self) -> bool:
         """Read the server's release once, before anything is planned: where counter sets
