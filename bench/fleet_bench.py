@@ -52,7 +52,7 @@ from fleet_cluster import DRIVER_NAME, Cluster, fleet_available
 from fleet_floor import SLICES, remove_floor, run_floor
 from fleet_group import FleetGroup
 from fleet_pods import claims_with_status, percentile, prepare, run_pods
-from fleet_requests import delta, line
+from fleet_requests import delta, line, writes
 
 MIX = "gpu8:70,nic2:20,partitioned:10"
 PREFIX = "bench"
@@ -94,10 +94,10 @@ def _publish(cluster: Cluster, fleet: FleetGroup, nodes: int, before: Counts,
     schemas, answers = cluster.request_counts()
     print(f"  the fleet's requests at start: {line(delta(schemas, before[0]), nodes)}",
           flush=True)
-    failed = {k: v for k, v in delta(answers, before[1]).items() if not k.endswith(" 200")
-              and not k.endswith(" 201")}
-    print(f"  answers other than 200/201 on nodes and slices (all clients): "
-          f"{line(failed, nodes)}", flush=True)
+    answered = delta(answers, before[1])
+    failed = {k: v for k, v in answered.items() if not k.endswith((" 200", " 201"))}
+    print(f"  answers other than 200/201 (all clients): {line(failed, nodes)}", flush=True)
+    print(f"  writes of all clients meanwhile: {line(writes(answered), nodes)}", flush=True)
 
 
 def _idle(cluster: Cluster, fleet: FleetGroup, nodes: int, window: float,

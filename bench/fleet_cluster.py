@@ -93,8 +93,8 @@ class Cluster:
         return sum(by_schema(self.admin().metrics(), schema).values())
 
     def request_counts(self) -> tuple[dict[str, float], dict[str, float]]:
-        """(the fleet's requests by verb and resource, every client's requests on Nodes
-        and slices by verb, resource and answer code), so far."""
+        """(the fleet's requests by verb and resource, every client's requests
+        by verb, resource and answer code), so far."""
         text = self.admin().metrics()
         return by_schema(text, FLOW_SCHEMA), codes(text)
 

@@ -5,9 +5,9 @@ and the answers that were not a success.
 every request by the FlowSchema that matched it. So the fleet's service account gets one
 FlowSchema per (verb, resource) it could use on Nodes and slices, ahead of a catch-all:
 `apiserver_flowcontrol_dispatched_requests_total{flow_schema=...}` then says, per verb and
-resource, what the fleet alone sent. Answer codes are in `apiserver_request_total` only:
-those of Nodes and slices are read for the whole server (at start the fleet is the only
-one writing them; kwok's node status patches show as such).
+resource, what the fleet alone sent. Answer codes are in `apiserver_request_total` only, for
+the whole server: its writes during the fleet's start show what else the server did for
+the fleet's Nodes (kwok's leases and status patches).
 """
 
 from __future__ import annotations
@@ -77,14 +77,25 @@ def by_schema(text: str, prefix: str = PREFIX) -> dict[str, float]:
 
 
 def codes(text: str) -> dict[str, float]:
-    """Requests on Nodes and slices by `verb resource[/sub] code`, all clients."""
+    """Every client's requests by `verb resource[/sub] code`."""
     out: dict[str, float] = {}
     for labels, value in samples(text, "apiserver_request_total"):
-        if labels.get("resource") not in ("nodes", "resourceslices"):
+        if not labels.get("resource"):
             continue
         sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
         key = f"{labels.get('verb', '').lower()} {labels['resource']}{sub} {labels.get('code')}"
         out[key] = out.get(key, 0.0) + value
+    return out
+
+
+def writes(by_code: dict[str, float]) -> dict[str, float]:
+    """`codes`' writes by `verb resource[/sub]` (the metric's verbs are HTTP's: a create
+    is a POST, an update a PUT)."""
+    out: dict[str, float] = {}
+    for key, value in by_code.items():
+        verb_resource = key.rsplit(" ", 1)[0]
+        if verb_resource.split(" ")[0] in ("post", "put", "patch", "delete", "apply"):
+            out[verb_resource] = out.get(verb_resource, 0.0) + value
     return out
 
 

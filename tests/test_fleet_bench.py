@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import fleet_bench
 from fleet_pods import PodTimes
-from fleet_requests import by_schema, codes, delta, flow_schemas, line
+from fleet_requests import by_schema, codes, delta, flow_schemas, line, writes
 
 PUBLISHED_ONLY = {"nodes": 100.0, "shards": 1.0, "publish_s": 2.0, "floor_s": 1.6,
                   "publish_vs_floor": 1.25, "start_requests_per_node": 2.26,
@@ -55,8 +55,15 @@ def test_the_fleets_requests_are_read_by_verb_and_resource_and_answers_by_code()
              'priority_level="global-default"} 7\n'
              'apiserver_request_total{code="409",component="apiserver",group="",'
              'resource="nodes",scope="resource",subresource="status",verb="PATCH",'
-             'version="v1"} 8\n')
+             'version="v1"} 8\n'
+             'apiserver_request_total{code="201",component="apiserver",group="coordination.'
+             'k8s.io",resource="leases",scope="resource",subresource="",verb="POST",'
+             'version="v1"} 100\n'
+             'apiserver_request_total{code="200",component="apiserver",group="",'
+             'resource="nodes",scope="resource",subresource="",verb="LIST",version="v1"} 2\n')
     counts = delta(by_schema(after), by_schema(before))
     assert counts == {"create-nodes": 100.0, "other": 1.0}
     assert line(counts, 100) == "create-nodes 100 (1.00/node), other 1 (0.01/node)"
-    assert codes(after) == {"patch nodes/status 409": 8.0}
+    assert codes(after) == {"patch nodes/status 409": 8.0, "post leases 201": 100.0,
+                            "list nodes 200": 2.0}
+    assert writes(codes(after)) == {"patch nodes/status": 8.0, "post leases": 100.0}
