@@ -37,8 +37,9 @@ VERSION_MAX_AGE_S = 60.0
 # Publisher passes run at once, of all the publishers of a feed. A thousand publishers
 # listed at once would otherwise all wake together to plan and validate: a thousand
 # threads fighting over the GIL spend more CPU handing it over (in the kernel) than
-# working. A few at a time keep the API server as busy.
-CONCURRENT_PASSES = 8
+# working. 32, a fleet client's connections, keep the API server busy; with 8 a fleet's
+# writes queued behind the cluster's own work on its new Nodes.
+CONCURRENT_PASSES = 32
 
 
 class SliceFeed:
