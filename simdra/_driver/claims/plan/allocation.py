@@ -399,7 +399,7 @@ def ambiguous_device_names(groups: Mapping[UnitKey, list[AllocatedDevice]]) -> s
 
 def allocated_devices(allocation: Mapping[str, Any], driver: str) -> frozenset[UnitKey]:
     """(pool, device, shareID) of every allocation result of `driver`."""
-    results = _get(allocation, "devices", "results")
+    results = path_value(allocation, "devices", "results")
     found: set[UnitKey] = set()
     for result in results if isinstance(results, list) else ():
         if not isinstance(result, Mapping) or result.get("driver") != driver:
@@ -444,7 +444,9 @@ def devices_text(keys: Iterable[UnitKey], shown: int = 8) -> str:
     return "[" + ", ".join(names) + (f", and {more} more" if more > 0 else "") + "]"
 
 
-def _get(value: Any, *path: str) -> Any:
+def path_value(value: Any, *path: str) -> Any:
+    """The value at `path` of nested mappings read leniently: None where a step is missing
+    or not a mapping."""
     for key in path:
         if not isinstance(value, Mapping):
             return None

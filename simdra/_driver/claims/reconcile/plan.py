@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from simdra._driver.claims.plan.allocation import UnitKey, allocated_devices
+from simdra._driver.claims.plan.allocation import UnitKey, allocated_devices, path_value
 from simdra._driver.claims.types import ClaimRef
 
 CLAIM_DELETED = "claim_deleted"
@@ -262,16 +262,16 @@ def leak_reason(
     A claim reserved for anyone (pods, or a PodGroup whose pods share it) is in use."""
     if claim is None:
         return CLAIM_DELETED
-    if _get(claim, "metadata", "uid") != record.ref.uid:
+    if path_value(claim, "metadata", "uid") != record.ref.uid:
         return UID_CHANGED
-    allocation = _get(claim, "status", "allocation")
+    allocation = path_value(claim, "status", "allocation")
     if not isinstance(allocation, Mapping):
         return DEALLOCATED
     if not record.devices <= allocated_devices(allocation, driver) or _excludes(
         allocation.get("nodeSelector"), node
     ):
         return ALLOCATION_CHANGED
-    if not _get(claim, "status", "reservedFor"):
+    if not path_value(claim, "status", "reservedFor"):
         return NOT_RESERVED
     return None
 
@@ -302,14 +302,6 @@ def _field_excludes(requirement: Any, node: str) -> bool:
 
 def _items(value: Any) -> Iterable[Any]:
     return value if isinstance(value, list) else ()
-
-
-def _get(value: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 # --- what the kubelet says its pods use --------------------------------------------
